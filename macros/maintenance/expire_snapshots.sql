@@ -1,0 +1,23 @@
+{#- CALL system.expire_snapshots, always keeping a time-travel window: snapshots younger
+    than `older_than_hours` and the last `retain_last` snapshots survive. Zero hours is
+    refused, so history can never be wiped by a misconfiguration. -#}
+{% macro expire_snapshots(relation, older_than_hours=72, retain_last=10, min_window_hours=1) %}
+    {{ return(adapter.dispatch('expire_snapshots')(relation, older_than_hours, retain_last, min_window_hours)) }}
+{% endmacro %}
+
+{% macro spark__expire_snapshots(relation, older_than_hours, retain_last, min_window_hours) %}
+    {%- set table_name = _iceberg_table_name(relation) -%}
+    {%- if older_than_hours is not number or older_than_hours < min_window_hours -%}
+        {{ exceptions.raise_compiler_error("expire_snapshots: older_than_hours must be a number >= " ~ min_window_hours ~ " for " ~ table_name ~ "; got " ~ older_than_hours) }}
+    {%- endif -%}
+    {%- if retain_last is not number or retain_last < 1 -%}
+        {{ exceptions.raise_compiler_error("expire_snapshots: retain_last must be >= 1 for " ~ table_name ~ "; got " ~ retain_last) }}
+    {%- endif -%}
+    {#- procedure arguments must be literals; the session time zone is UTC -#}
+    {%- set cutoff = modules.datetime.datetime.utcnow() - modules.datetime.timedelta(hours=older_than_hours) %}
+    call spark_catalog.system.expire_snapshots(
+        table => '{{ table_name }}',
+        older_than => timestamp '{{ cutoff.strftime('%Y-%m-%d %H:%M:%S') }}',
+        retain_last => {{ retain_last | int }}
+    )
+{% endmacro %}

@@ -1,0 +1,53 @@
+{{
+    config(
+        unique_key='video_id',
+        merge_delete_when="DBT_INTERNAL_SOURCE._change_op = 'delete'",
+    )
+}}
+
+{#- Current state of the source `videos` table. For every key touched by newly loaded
+    changes, the change with the highest source position over the whole history wins,
+    whatever order the batches arrived in; a winning delete removes the row. -#}
+with changes as (
+    select * from {{ ref('dwd_appdb__video_changes_checked') }}
+    where
+        reject_reason is null
+        and op != '-U'  -- before-images carry no new state
+),
+
+{% if is_incremental() -%}
+touched_keys as (
+    select distinct video_id from changes
+    where _loaded_at > (select coalesce(max(_loaded_at), timestamp'1970-01-01') from {{ this }})
+),
+{%- endif %}
+
+ranked as (
+    select
+        *,
+        row_number() over (
+            partition by video_id order by source_lsn desc, kafka_offset desc
+        ) as change_rank
+    from changes
+    {% if is_incremental() -%}
+        where video_id in (select touched_keys.video_id from touched_keys)
+    {%- endif %}
+)
+
+select
+    video_id,
+    author_user_id,
+    title,
+    category,
+    duration_ms,
+    published_at,
+    case op when '-D' then 'delete' when '+I' then 'insert' else 'update' end as _change_op,
+    source_lsn as _source_lsn,
+    source_committed_at as _source_committed_at,
+    _loaded_at
+from ranked
+where
+    change_rank = 1
+    {% if not is_incremental() -%}
+        and op != '-D'  -- a first build creates the table: deleted keys never enter it
+    {%- endif %}

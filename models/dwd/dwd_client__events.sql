@@ -1,0 +1,56 @@
+{{
+    config(
+        partition_by=['days(event_at)'],
+        write_order=['user_id', 'video_id'],
+    )
+}}
+
+{#- One row per client event: valid, typed, first delivery only. Appends new ODS loads;
+    a re-sent event (same event_id) that is already here is not appended again. -#}
+with valid_events as (
+    select * from {{ ref('dwd_client__events_checked') }}
+    where
+        reject_reason is null
+        {% if is_incremental() -%}
+            and _loaded_at > (select coalesce(max(_loaded_at), timestamp'1970-01-01') from {{ this }})
+        {%- endif %}
+),
+
+first_deliveries as (
+    select
+        *,
+        row_number() over (
+            partition by event_id order by ingested_at asc, kafka_partition asc, kafka_offset asc
+        ) as delivery_rank
+    from valid_events
+),
+
+new_events as (
+    select first_deliveries.*
+    from first_deliveries
+    {% if is_incremental() -%}
+        left anti join {{ this }} as loaded
+            on first_deliveries.event_id = loaded.event_id
+    {%- endif %}
+    where first_deliveries.delivery_rank = 1
+)
+
+select
+    event_id,
+    user_id,
+    video_id,
+    event_type,
+    event_at,
+    to_date(event_at) as event_date,
+    watch_ms,
+    video_duration_ms,
+    event_type = 'play' and watch_ms >= video_duration_ms * 0.9 as is_completed_play,
+    os,
+    app_version,
+    region,
+    ingested_at,
+    kafka_partition,
+    kafka_offset,
+    _batch_id,
+    _loaded_at
+from new_events

@@ -1,0 +1,77 @@
+{{ config(partition_by=['source_table']) }}
+
+{#- Every landed record that did not make it into DWD, with the reason. Together with the
+    DWD tables this accounts for every ODS row: landed = accepted + rejected. Each source
+    has its own load-time watermark; ODS stamps all rows of one load with one time. -#}
+{% set sources = {
+    'client_events': ref('dwd_client__events_checked'),
+    'appdb_users': ref('dwd_appdb__user_changes_checked'),
+    'appdb_videos': ref('dwd_appdb__video_changes_checked'),
+} %}
+
+with
+{% for source_table, checked in sources.items() %}
+{{ source_table }}_new as (
+    select * from {{ checked }}
+    {% if is_incremental() -%}
+        where _loaded_at > (
+            select coalesce(max(_loaded_at), timestamp'1970-01-01') from {{ this }}
+            where source_table = '{{ source_table }}'
+        )
+    {%- endif %}
+),
+{% endfor %}
+
+resent_events as (
+    -- valid, but a later delivery of an event already in the detail table
+    select
+        client_events_new.*,
+        'duplicate_event_id' as duplicate_reason
+    from client_events_new
+    inner join {{ ref('dwd_client__events') }} as accepted
+        on client_events_new.event_id = accepted.event_id
+    where
+        client_events_new.reject_reason is null
+        and not (
+            client_events_new.kafka_partition <=> accepted.kafka_partition
+            and client_events_new.kafka_offset <=> accepted.kafka_offset
+        )
+),
+
+rejected as (
+    {% for source_table in sources %}
+        select
+            '{{ source_table }}' as source_table,
+            reject_reason,
+            kafka_partition,
+            kafka_offset,
+            raw_record,
+            _source_file,
+            _batch_id,
+            _loaded_at
+        from {{ source_table }}_new
+        where reject_reason is not null
+        union all
+    {% endfor %}
+    select
+        'client_events' as source_table,
+        duplicate_reason as reject_reason,
+        kafka_partition,
+        kafka_offset,
+        raw_record,
+        _source_file,
+        _batch_id,
+        _loaded_at
+    from resent_events
+)
+
+select
+    source_table,
+    reject_reason,
+    kafka_partition,
+    kafka_offset,
+    raw_record,
+    _source_file,
+    _batch_id,
+    _loaded_at
+from rejected

