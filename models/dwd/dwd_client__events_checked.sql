@@ -37,7 +37,10 @@ select
         when event_id is null then 'missing_event_id'
         when user_id is null then 'invalid_user_id'
         when video_id is null then 'invalid_video_id'
-        when coalesce(event_type, '') not in ('{{ var("event_types") | join("', '") }}')
+        when
+            not array_contains(
+                array({{ "'" ~ var('event_types') | join("', '") ~ "'" }}), coalesce(event_type, '')
+            )
             then 'unknown_event_type'
         when event_at is null then 'invalid_event_at'
         when event_at > ingested_at + make_interval(0, 0, 0, 0, {{ var('max_clock_skew_hours') }})

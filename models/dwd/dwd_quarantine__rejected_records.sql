@@ -3,24 +3,20 @@
 {#- Every landed record that did not make it into DWD, with the reason. Together with the
     DWD tables this accounts for every ODS row: landed = accepted + rejected. Each source
     has its own load-time watermark; ODS stamps all rows of one load with one time. -#}
-{% set sources = {
-    'client_events': ref('dwd_client__events_checked'),
-    'appdb_users': ref('dwd_appdb__user_changes_checked'),
-    'appdb_videos': ref('dwd_appdb__video_changes_checked'),
-} %}
-
-with
-{% for source_table, checked in sources.items() %}
-{{ source_table }}_new as (
-    select * from {{ checked }}
-    {% if is_incremental() -%}
-        where _loaded_at > (
-            select coalesce(max(_loaded_at), timestamp'1970-01-01') from {{ this }}
-            where source_table = '{{ source_table }}'
-        )
-    {%- endif %}
+with client_events_new as (
+    select * from {{ ref('dwd_client__events_checked') }}
+    where {{ loaded_since_last_run(target_filter="source_table = 'client_events'") }}
 ),
-{% endfor %}
+
+appdb_users_new as (
+    select * from {{ ref('dwd_appdb__user_changes_checked') }}
+    where {{ loaded_since_last_run(target_filter="source_table = 'appdb_users'") }}
+),
+
+appdb_videos_new as (
+    select * from {{ ref('dwd_appdb__video_changes_checked') }}
+    where {{ loaded_since_last_run(target_filter="source_table = 'appdb_videos'") }}
+),
 
 resent_events as (
     -- valid, but a later delivery of an event already in the detail table
@@ -39,7 +35,7 @@ resent_events as (
 ),
 
 rejected as (
-    {% for source_table in sources %}
+    {% for source_table in ['client_events', 'appdb_users', 'appdb_videos'] %}
         select
             '{{ source_table }}' as source_table,
             reject_reason,

@@ -7,31 +7,27 @@ with events as (
     select * from {{ ref('dwd_client__events') }}
 ),
 
-{% if is_incremental() -%}
 touched_days as (
     select distinct event_date from events
-    where _loaded_at > (select coalesce(max(_max_loaded_at), timestamp'1970-01-01') from {{ this }})
+    where {{ loaded_since_last_run(target_column='_max_loaded_at') }}
 ),
-{%- endif %}
 
 day_events as (
     select * from events
-    {% if is_incremental() -%}
-        where event_date in (select touched_days.event_date from touched_days)
-    {%- endif %}
+    where event_date in (select touched_days.event_date from touched_days)
 )
 
 select
     video_id,
     event_date,
-    count_if(event_type = 'impression') as impressions,
-    count_if(event_type = 'play') as plays,
+    count_if(event_type = 'impression') as impression_count,
+    count_if(event_type = 'play') as play_count,
     count(distinct case when event_type = 'play' then user_id end) as unique_viewers,
     coalesce(sum(case when event_type = 'play' then watch_ms end), 0) as watch_ms,
-    count_if(event_type = 'like') as likes,
-    count_if(event_type = 'share') as shares,
-    count_if(event_type = 'comment') as comments,
-    count_if(is_completed_play) as completed_plays,
+    count_if(event_type = 'like') as like_count,
+    count_if(event_type = 'share') as share_count,
+    count_if(event_type = 'comment') as comment_count,
+    count_if(is_completed_play) as completed_play_count,
     try_divide(count_if(is_completed_play), count_if(event_type = 'play')) as completion_rate,
     max(_loaded_at) as _max_loaded_at
 from day_events

@@ -15,12 +15,10 @@ with changes as (
         and op != '-U'  -- before-images carry no new state
 ),
 
-{% if is_incremental() -%}
 touched_keys as (
     select distinct video_id from changes
-    where _loaded_at > (select coalesce(max(_loaded_at), timestamp'1970-01-01') from {{ this }})
+    where {{ loaded_since_last_run() }}
 ),
-{%- endif %}
 
 ranked as (
     select
@@ -29,9 +27,7 @@ ranked as (
             partition by video_id order by source_lsn desc, kafka_offset desc
         ) as change_rank
     from changes
-    {% if is_incremental() -%}
-        where video_id in (select touched_keys.video_id from touched_keys)
-    {%- endif %}
+    where video_id in (select touched_keys.video_id from touched_keys)
 )
 
 select
@@ -48,6 +44,6 @@ select
 from ranked
 where
     change_rank = 1
-    {% if not is_incremental() -%}
-        and op != '-D'  -- a first build creates the table: deleted keys never enter it
-    {%- endif %}
+    -- a first build creates the table, so deleted keys must not enter it;
+    -- incremental runs pass deletes on to the merge, which removes the rows
+    and (op != '-D' or {{ is_incremental() }})

@@ -1,0 +1,48 @@
+"""One SparkSession per test run, shared by pytest and the in-process dbt runs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from scripts.spark_config import PROJECT_DIR, dbt_env
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An isolated data folder (warehouse, metastore, landing zone) for this test run."""
+    path = tmp_path_factory.mktemp("lakehouse")
+    os.environ["LAKEHOUSE_DATA_DIR"] = str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def spark(data_dir: Path) -> Iterator[SparkSession]:
+    from scripts.session import get_spark
+
+    session = get_spark("ci")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def dbt(spark: SparkSession):
+    """Run dbt in this process on the shared session: dbt(["build"]) -> dbtRunnerResult."""
+    from dbt.cli.main import dbtRunner
+
+    os.environ.update(dbt_env("ci"))
+    os.chdir(PROJECT_DIR)
+
+    def invoke(args: list[str], expect_success: bool = True):
+        result = dbtRunner().invoke([*args, "--target", "ci"])
+        if expect_success and not result.success:
+            raise AssertionError(
+                f"dbt {' '.join(args)} failed: {result.exception or result.result}"
+            )
+        return result
+
+    return invoke
