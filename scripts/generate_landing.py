@@ -55,6 +55,15 @@ class SourceTable:
     key: str
     rows: dict[int, dict] = field(default_factory=dict)
     deleted: set[int] = field(default_factory=set)
+    next_key: int = 1
+
+
+def _iso_ms(stamps: pd.DatetimeIndex | pd.Series) -> np.ndarray:
+    """ISO-8601 with milliseconds and Z, vectorised (pandas strftime is 20x slower)."""
+    index = pd.DatetimeIndex(stamps)
+    if index.tz is not None:
+        index = index.tz_convert("UTC").tz_localize(None)
+    return np.datetime_as_string(index.values.astype("datetime64[ms]"), unit="ms", timezone="UTC")
 
 
 def _ts(dt: datetime) -> str:
@@ -109,12 +118,54 @@ class LandingGenerator:
             return _user_row(self.rng, key, at)
         return _video_row(self.rng, key, at, self.scale.users)
 
-    def _initial_load(self, table: SourceTable, count: int, at: datetime) -> list[dict]:
-        changes = []
-        for key in range(1, count + 1):
-            table.rows[key] = self._new_row(table, key, at)
-            changes.append(self._change("+I", table.rows[key], at))
-        return changes
+    def _initial_load(self, table: SourceTable, count: int, at: datetime) -> pd.DataFrame:
+        """The connector's initial snapshot: every row as an insert, built column-wise."""
+        rng = self.rng
+        keys = np.arange(1, count + 1)
+        days_ago = pd.to_timedelta(rng.integers(1, 900, count), unit="D")
+        stamp = _iso_ms(pd.Timestamp(at) - days_ago)
+        if table.name == "users":
+            rows = pd.DataFrame(
+                {
+                    "user_id": keys,
+                    "user_name": [
+                        f"user_{k}_{v}"
+                        for k, v in zip(keys, rng.integers(0, 10_000, count), strict=True)
+                    ],
+                    "region": rng.choice(REGIONS, count),
+                    "is_creator": rng.random(count) < 0.1,
+                    "level": rng.integers(1, 60, count),
+                    "registered_at": stamp,
+                }
+            )
+        else:
+            rows = pd.DataFrame(
+                {
+                    "video_id": keys,
+                    "author_user_id": rng.integers(1, self.scale.users + 1, count),
+                    "title": [
+                        f"video {k} v{v}"
+                        for k, v in zip(keys, rng.integers(0, 10_000, count), strict=True)
+                    ],
+                    "category": rng.choice(CATEGORIES, count),
+                    "duration_ms": rng.integers(5_000, 180_000, count),
+                    "published_at": stamp,
+                }
+            )
+        records = rows.to_dict("records")
+        table.rows = dict(zip(keys.tolist(), records, strict=True))
+        table.next_key = count + 1
+        lsn = self.lsn + keys
+        self.lsn += count
+        return rows.assign(op="+I", _source_lsn=lsn, _source_committed_at=_ts(at))[
+            ["op", *rows.columns, "_source_lsn", "_source_committed_at"]
+        ]
+
+    def _random_live_key(self, table: SourceTable) -> int:
+        while True:  # rejection sampling: no list of a million keys per change
+            key = int(self.rng.integers(1, table.next_key))
+            if key in table.rows:
+                return key
 
     def _batch_changes(self, table: SourceTable, start: datetime, end: datetime) -> list[dict]:
         """About change_fraction of the rows change: updates, deletes, re-inserts, bursts."""
@@ -131,13 +182,14 @@ class LandingGenerator:
                 table.rows[key] = self._new_row(table, key, at)
                 changes.append(self._change("+I", table.rows[key], at))
                 continue
-            key = int(rng.choice(list(table.rows)))
+            key = self._random_live_key(table)
             if roll < 0.30:  # delete
                 changes.append(self._change("-D", table.rows.pop(key), at))
                 table.deleted.add(key)
                 continue
             if roll < 0.40:  # brand-new key
-                key = max(list(table.rows) + list(table.deleted)) + 1
+                key = table.next_key
+                table.next_key += 1
                 table.rows[key] = self._new_row(table, key, at)
                 changes.append(self._change("+I", table.rows[key], at))
                 continue
@@ -193,13 +245,13 @@ class LandingGenerator:
                 "user_id": live_users[user_perm[user_rank] % len(live_users)].astype(str),
                 "video_id": live_videos[video_perm[video_rank] % len(live_videos)].astype(str),
                 "event_type": event_type,
-                "event_at": event_at.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z",
+                "event_at": _iso_ms(event_at),
                 "watch_ms": np.where(watch >= 0, watch.astype(str), None),
                 "video_duration_ms": np.where(watch >= 0, duration.astype(str), None),
                 "os": rng.choice(OS_NAMES, n),
                 "app_version": rng.choice(APP_VERSIONS, n),
                 "region": rng.choice(REGIONS, n),
-                "_ingested_at": ingested_at.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z",
+                "_ingested_at": _iso_ms(ingested_at),
             }
         )
         return frame
@@ -258,8 +310,8 @@ class LandingGenerator:
             start = EPOCH + timedelta(days=scale.days_per_batch * (batch - 1))
             end = start + timedelta(days=scale.days_per_batch)
             if batch == 1:  # the connector's initial snapshot of the source tables
-                user_changes = self._initial_load(self.users, scale.users, start)
-                video_changes = self._initial_load(self.videos, scale.videos, start)
+                user_changes = [self._initial_load(self.users, scale.users, start)]
+                video_changes = [self._initial_load(self.videos, scale.videos, start)]
             else:
                 user_changes = self._batch_changes(self.users, start, end)
                 video_changes = self._batch_changes(self.videos, start, end)
@@ -271,12 +323,8 @@ class LandingGenerator:
                 self._change("?X", {"user_id": 0}, start),
                 self._change("+U", {"user_id": None, "user_name": "ghost"}, start),
             ]
-            users_frame = self._with_arrival(
-                "appdb_users", pd.DataFrame(user_changes + bad_changes).convert_dtypes()
-            )
-            videos_frame = self._with_arrival(
-                "appdb_videos", pd.DataFrame(video_changes).convert_dtypes()
-            )
+            users_frame = self._with_arrival("appdb_users", _frame(user_changes, bad_changes))
+            videos_frame = self._with_arrival("appdb_videos", _frame(video_changes, []))
             events = self._corrupt_events(self._events(batch, start, end))
             resent = pd.DataFrame(self.resent_events, columns=events.columns)
             dup_rows = self.rng.choice(len(events), max(2, len(events) // 200), replace=False)
@@ -294,6 +342,15 @@ class LandingGenerator:
                 f"{len(videos_frame):,} video changes"
             )
         return counts
+
+
+def _frame(changes: list, extra: list[dict]) -> pd.DataFrame:
+    """Changes as one frame: DataFrames (initial loads) and dicts, in order."""
+    loose = [c for c in changes if not isinstance(c, pd.DataFrame)] + extra
+    frames = [c for c in changes if isinstance(c, pd.DataFrame)]
+    if loose:
+        frames.append(pd.DataFrame(loose))
+    return pd.concat(frames, ignore_index=True).convert_dtypes()
 
 
 def landed_batches(landing: Path) -> list[str]:
