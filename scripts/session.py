@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from pyspark.sql import SparkSession
 
@@ -14,6 +15,10 @@ def get_spark(target: str = "local") -> SparkSession:
     """The SparkSession dbt-spark's `session` method will reuse (it calls getOrCreate)."""
     export_java_home()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # PySpark turns timestamps into naive datetimes in the process's zone: make it UTC,
+    # like the session, so Python-side comparisons see the stored values.
+    os.environ["TZ"] = "UTC"
+    time.tzset()
     paths = DataPaths.for_target(target)
     for folder in (paths.warehouse, paths.metastore):
         folder.mkdir(parents=True, exist_ok=True)

@@ -88,6 +88,12 @@ def spark_conf(target: str = "local") -> dict[str, str]:
         "spark.jars": str(iceberg_runtime_jar()),
         **iceberg_catalog_conf(),
         "spark.sql.warehouse.dir": str(paths.warehouse),
+        # A path-based catalog for the verification scripts' scratch tables: no metastore,
+        # and pyiceberg reads its tables straight from their metadata files.
+        "spark.sql.catalog.verify": "org.apache.iceberg.spark.SparkCatalog",
+        "spark.sql.catalog.verify.type": "hadoop",
+        "spark.sql.catalog.verify.warehouse": str(paths.root / "verify"),
+        "spark.sql.catalog.verify.cache-enabled": "false",  # Java-API commits must be seen
         "spark.hadoop.javax.jdo.option.ConnectionURL": metastore_url,
         "spark.driver.extraJavaOptions": java_options,
         "spark.driver.memory": os.environ.get("LAKEHOUSE_DRIVER_MEMORY", "4g"),

@@ -299,3 +299,11 @@ def test_numbers_are_deterministic_from_the_seed(tmp_path):
         pd.read_parquet(first / "truth/users/batch=000002.parquet").values,
         pd.read_parquet(second / "truth/users/batch=000002.parquet").values,
     )
+
+
+def test_time_travel_on_a_dbt_built_dimension(spark, built):
+    from scripts.verify_time_travel import verify_existing
+
+    report = verify_existing(spark, "dwd.dim_users")
+    assert len(report.checks) >= SCALE.batches
+    assert report.failed == []
