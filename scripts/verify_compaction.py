@@ -207,7 +207,10 @@ def short(message: str) -> str:
     if rest:
         path = rest.split("file_path=", 1)[1].split(",", 1)[0]
         return f"{head}: {Path(path).name}"
-    return ", ".join(Path(p).name if "/" in p else p for p in message.split(","))
+    head, _, paths = message.partition(": ")
+    if not paths:
+        return message
+    return f"{head}: " + ", ".join(Path(p).name if "/" in p else p for p in paths.split(","))
 
 
 def observed_rows(lab: Lab) -> dict[int, str]:
