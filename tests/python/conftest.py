@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
 from scripts.spark_config import PROJECT_DIR, dbt_env
+
+
+@dataclass
+class DbtRun:
+    success: bool
+    result: Any  # dbt's own result object
+    log: str  # every message dbt emitted, errors included
 
 
 @pytest.fixture(scope="session")
@@ -31,18 +40,19 @@ def spark(data_dir: Path) -> Iterator[SparkSession]:
 
 @pytest.fixture(scope="session")
 def dbt(spark: SparkSession):
-    """Run dbt in this process on the shared session: dbt(["build"]) -> dbtRunnerResult."""
+    """Run dbt in this process on the shared session: dbt(["build"]) -> DbtRun."""
     from dbt.cli.main import dbtRunner
 
     os.environ.update(dbt_env("ci"))
     os.chdir(PROJECT_DIR)
 
-    def invoke(args: list[str], expect_success: bool = True):
-        result = dbtRunner().invoke([*args, "--target", "ci"])
-        if expect_success and not result.success:
-            raise AssertionError(
-                f"dbt {' '.join(args)} failed: {result.exception or result.result}"
-            )
-        return result
+    def invoke(args: list[str], expect_success: bool = True) -> DbtRun:
+        messages: list[str] = []
+        runner = dbtRunner(callbacks=[lambda event: messages.append(str(event.info.msg))])
+        outcome = runner.invoke([*args, "--target", "ci"])
+        run = DbtRun(outcome.success, outcome.result, "\n".join(messages))
+        if expect_success and not run.success:
+            raise AssertionError(f"dbt {' '.join(args)} failed:\n{run.log[-3000:]}")
+        return run
 
     return invoke
