@@ -17,6 +17,8 @@
     {%- for step in policy if step not in steps -%}
         {{ exceptions.raise_compiler_error("maintenance of " ~ relation ~ ": unknown step '" ~ step ~ "'; known: " ~ (steps | join(', '))) }}
     {%- endfor -%}
+    {#- Each step's SQL is rendered (so validated) before the decision: a misconfigured
+        policy fails on every run, not only on the day the table needs the step. -#}
     {%- set started = modules.datetime.datetime.utcnow() -%}
     {%- set target_bytes = ((policy.get('rewrite_data_files') or {}).get('options') or {}).get('target-file-size-bytes')
                            or tblproperties.get('write.target-file-size-bytes') or 134217728 -%}
@@ -29,11 +31,12 @@
         {%- set min_small = (compact.get('min_small_files', 5)) | int -%}
         {%- set min_deletes = (compact.get('min_delete_files', 10)) | int -%}
         {%- set delete_files = before.position_delete_files + before.equality_delete_files -%}
+        {%- set options = {'min-input-files': min_small, 'delete-file-threshold': min_deletes,
+                           'partial-progress.max-failed-commits': 1000} -%}
+        {%- do options.update(args.pop('options', {}) or {}) -%}
+        {%- set sql = rewrite_data_files(relation, options=options, **args) -%}
         {%- if before.max_small_files_in_partition >= min_small or delete_files >= min_deletes -%}
-            {%- set options = {'min-input-files': min_small, 'delete-file-threshold': min_deletes,
-                               'partial-progress.max-failed-commits': 1000} -%}
-            {%- do options.update(args.pop('options', {}) or {}) -%}
-            {%- set result = run_query(rewrite_data_files(relation, options=options, **args)) -%}
+            {%- set result = run_query(sql) -%}
             {%- set failed = _first(result, 'failed_data_files_count', 0) -%}
             {%- do actions.append('rewrite_data_files ' ~ (args.get('strategy') or 'binpack') ~ ' rewrote '
                 ~ _first(result, 'rewritten_data_files_count') ~ ' files into ' ~ _first(result, 'added_data_files_count')
@@ -48,10 +51,11 @@
     {%- if deletes -%}
         {%- set args = _maintenance_args(deletes, ['min_delete_files'], relation, 'rewrite_position_delete_files') -%}
         {%- set min_deletes = (deletes.get('min_delete_files', 10)) | int -%}
+        {%- set options = {'min-input-files': min_deletes} -%}
+        {%- do options.update(args.pop('options', {}) or {}) -%}
+        {%- set sql = rewrite_position_delete_files(relation, options=options) -%}
         {%- if before.position_delete_files >= min_deletes -%}
-            {%- set options = {'min-input-files': min_deletes} -%}
-            {%- do options.update(args.pop('options', {}) or {}) -%}
-            {%- set result = run_query(rewrite_position_delete_files(relation, options=options)) -%}
+            {%- set result = run_query(sql) -%}
             {%- do actions.append('rewrite_position_delete_files rewrote ' ~ _first(result, 'rewritten_delete_files_count')
                 ~ ' delete files into ' ~ _first(result, 'added_delete_files_count')) -%}
         {%- else -%}
@@ -63,8 +67,9 @@
     {%- if manifests -%}
         {%- set args = _maintenance_args(manifests, ['min_manifests'], relation, 'rewrite_manifests') -%}
         {%- set min_manifests = (manifests.get('min_manifests', 50)) | int -%}
+        {%- set sql = rewrite_manifests(relation, **args) -%}
         {%- if before.manifests >= min_manifests -%}
-            {%- set result = run_query(rewrite_manifests(relation, **args)) -%}
+            {%- set result = run_query(sql) -%}
             {%- do actions.append('rewrite_manifests ' ~ _first(result, 'rewritten_manifests_count') ~ ' -> ' ~ _first(result, 'added_manifests_count')) -%}
         {%- else -%}
             {%- do actions.append('rewrite_manifests skipped (' ~ before.manifests ~ ' < ' ~ min_manifests ~ ')') -%}
@@ -76,8 +81,9 @@
         {%- set args = _maintenance_args(expire, [], relation, 'expire_snapshots') -%}
         {%- set window = (expire.get('older_than_hours', 72)) | float -%}
         {%- set keep = (expire.get('retain_last', 10)) | int -%}
+        {%- set sql = expire_snapshots(relation, **args) -%}
         {%- if before.snapshots > keep and before.oldest_snapshot_age_hours > window -%}
-            {%- set result = run_query(expire_snapshots(relation, **args)) -%}
+            {%- set result = run_query(sql) -%}
             {%- do actions.append('expire_snapshots removed ' ~ _first(result, 'deleted_manifest_lists_count') ~ ' snapshots') -%}
         {%- else -%}
             {%- do actions.append('expire_snapshots skipped (' ~ before.snapshots ~ ' snapshots, oldest '
@@ -86,9 +92,12 @@
     {%- endif -%}
 
     {%- set orphans = policy.get('remove_orphan_files') -%}
-    {%- if orphans and nightly -%}
+    {%- if orphans -%}
         {%- set args = _maintenance_args(orphans, [], relation, 'remove_orphan_files') -%}
-        {%- set result = run_query(remove_orphan_files(relation, **args)) -%}
+        {%- set sql = remove_orphan_files(relation, **args) -%}  {#- validated on every run -#}
+    {%- endif -%}
+    {%- if orphans and nightly -%}
+        {%- set result = run_query(sql) -%}
         {%- do actions.append('remove_orphan_files ' ~ ('would remove ' if args.get('dry_run') else 'removed ') ~ (result.rows | length) ~ ' files') -%}
     {%- endif -%}
 

@@ -248,3 +248,20 @@ def test_position_delete_files_are_rewritten_when_the_policy_asks(spark, dbt):
     assert last.first()[0] == "replace"
     assert count(spark, f"select count(*) from {table} where note like 'u%'") == 4
     assert count(spark, f"select count(*) from {table}") == 100
+
+
+def test_health_report_shows_a_compaction_before_and_after(spark, dbt, tmp_path):
+    from scripts.health_report import write_report
+
+    table = new_table(spark, "report")
+    for i in range(6):
+        spark.sql(f"insert into {table} values ({i}, {i}, 'r')")
+    before = write_report(spark, [table], tmp_path / "before")
+    maintain(dbt, table, {"rewrite_data_files": {"min_small_files": 5}})
+    after = write_report(spark, [table], tmp_path / "after", before=before)
+    assert before[table]["data_files"] == 6 and after[table]["data_files"] == 1
+    assert before[table]["last_maintenance_at"] is None and after[table]["last_maintenance_at"]
+    page = (tmp_path / "after" / "health.html").read_text()
+    assert table in page and "6 &rarr; 1" in page
+    png = (tmp_path / "after" / "health.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000

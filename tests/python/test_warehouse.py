@@ -307,3 +307,10 @@ def test_time_travel_on_a_dbt_built_dimension(spark, built):
     report = verify_existing(spark, "dwd.dim_users")
     assert len(report.checks) >= SCALE.batches
     assert report.failed == []
+
+
+def test_nightly_operation_applies_each_models_policy(dbt, built):
+    run = dbt(["run-operation", "iceberg_maintain_all", "--args", "{select: [dim_users]}"])
+    lines = [line for line in run.log.splitlines() if line.startswith("maintenance dwd.dim_users")]
+    assert len(lines) == 1
+    assert "rewrite_position_delete_files" in lines[0] and "remove_orphan_files" in lines[0]
