@@ -13,7 +13,6 @@ larger --batches appends new batches the way a scheduler would find them.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -25,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from scripts.cli import parser_from_doc
 
 EVENT_TYPES = np.array(["impression", "play", "like", "share", "comment", "follow"])
 EVENT_WEIGHTS = np.array([0.50, 0.30, 0.08, 0.03, 0.05, 0.04])
@@ -362,11 +363,7 @@ def landed_batches(landing: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1],
-    )
+    parser = parser_from_doc("generate-landing", __doc__)
     defaults = Scale()
     parser.add_argument("--out", type=Path, help="data folder (default: the local target's)")
     parser.add_argument("--seed", type=int, default=7)

@@ -10,7 +10,6 @@ Run it before and after maintenance (`--before` the earlier JSON) to see the dif
 
 from __future__ import annotations
 
-import argparse
 import html
 import json
 import sys
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+
+from scripts.cli import parser_from_doc
 
 matplotlib.use("Agg")  # no screen here or in CI
 import matplotlib.pyplot as plt
@@ -155,12 +156,7 @@ def write_report(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="health-report",
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = parser_from_doc("health-report", __doc__)
     parser.add_argument("--target", default="local")
     parser.add_argument("--tables", nargs="*", help="schema.table ... (default: every layer table)")
     parser.add_argument("--out", type=Path, default=Path("results/health/latest"))

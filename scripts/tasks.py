@@ -8,12 +8,12 @@ dbt    any dbt command, in-process, on a SparkSession configured by scripts.spar
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
 import time
 
+from scripts.cli import parser_from_doc
 from scripts.spark_config import PROJECT_DIR, DataPaths, dbt_env
 
 
@@ -101,12 +101,7 @@ def test() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="lakehouse",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1],
-    )
+    parser = parser_from_doc("lakehouse", __doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="sample data (if none) + dbt build of every layer")
     sub.add_parser("test", help="every test and linter")

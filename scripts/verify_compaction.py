@@ -12,7 +12,6 @@ Exit code 1 when a row is lost or resurrected, or an outcome differs from the do
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import Any
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
+from scripts.cli import parser_from_doc
 from scripts.iceberg_java import IcebergTable
 
 NAMESPACE = "verify.compaction"
@@ -387,12 +387,7 @@ def render(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="verify-compaction",
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = parser_from_doc("verify-compaction", __doc__)
     parser.add_argument("--target", default="local", help="whose SparkSession settings to use")
     parser.add_argument(
         "--json",

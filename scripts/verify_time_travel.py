@@ -17,7 +17,6 @@ Exit code 1 when any read differs from what is expected.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import sys
@@ -31,6 +30,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, IllegalArgumentException
 from pyspark.sql import DataFrame, SparkSession
 
+from scripts.cli import parser_from_doc
 from scripts.iceberg_java import IcebergTable
 
 SCRATCH_TABLE = "verify.time_travel.history"
@@ -379,12 +379,7 @@ def render(report: Report) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="verify-time-travel",
-        description=__doc__.split("\n\n")[0],
-        epilog=__doc__.split("\n\n", 1)[1],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = parser_from_doc("verify-time-travel", __doc__)
     parser.add_argument("--target", default="local", help="whose SparkSession settings to use")
     parser.add_argument("--table", help="check this warehouse table instead of a scripted history")
     parser.add_argument("--json", type=Path, default=Path("results/verify_time_travel.json"))
