@@ -1,5 +1,5 @@
 {#- Arrival metadata shared by every ODS model: which batch folder and file a record came
-    from, and when this run loaded it. `relation_alias` is the CTE that reads the source. -#}
+    from, and when this run loaded it. -#}
 {% macro landed_batch_columns() %}
     _metadata.file_path as _source_file,
     regexp_extract(_metadata.file_path, 'batch=([0-9]+)', 1) as _batch_id,

@@ -289,7 +289,7 @@ def test_an_unsafe_snapshot_window_is_refused(dbt, built):
     assert "older_than_hours must be a number >= 1" in result.log
 
 
-def test_numbers_are_deterministic_from_the_seed(tmp_path):
+def test_landing_is_deterministic_from_the_seed(tmp_path):
     first, second = tmp_path / "a", tmp_path / "b"
     LandingGenerator(first, 5, Scale(batches=2)).run(log=lambda _: None)
     LandingGenerator(second, 5, Scale(batches=2)).run(log=lambda _: None)
