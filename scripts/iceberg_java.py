@@ -107,6 +107,23 @@ class IcebergTable:
         self.load().newRowDelta().addDeletes(deletes).commit()
         return self.current_snapshot().snapshotId()
 
+    def delete_data_files(self, paths: list[str]) -> int:
+        """Remove whole data files from the table in metadata, as a copy-on-write DELETE whose
+        predicate covers them does. Passes DataFile objects on purpose: given a Python str,
+        py4j picks SnapshotProducer's protected deleteFile(String), which deletes the file
+        from storage and commits nothing."""
+        table = self.load()
+        wanted = set(paths)
+        delete = table.newDelete()
+        for data_file in self.data_files(table.currentSnapshot().snapshotId()):
+            if str(data_file.location()) in wanted:
+                delete.deleteFile(data_file)
+                wanted.discard(str(data_file.location()))
+        if wanted:
+            raise ValueError(f"not live data files: {sorted(wanted)}")
+        delete.commit()
+        return self.current_snapshot().snapshotId()
+
     def commit_rewrite(
         self,
         replaced: list[Any],

@@ -22,25 +22,33 @@
     {%- set started = modules.datetime.datetime.utcnow() -%}
     {%- set target_bytes = ((policy.get('rewrite_data_files') or {}).get('options') or {}).get('target-file-size-bytes')
                            or tblproperties.get('write.target-file-size-bytes') or 134217728 -%}
-    {%- set before = iceberg_table_health(relation, target_bytes, partitioned) -%}
+    {%- set min_small = ((policy.get('rewrite_data_files') or {}).get('min_small_files', 5)) | int -%}
+    {%- set before = iceberg_table_health(relation, target_bytes, partitioned, min_small) -%}
     {%- set actions = [] -%}
 
     {%- set compact = policy.get('rewrite_data_files') -%}
     {%- if compact -%}
         {%- set args = _maintenance_args(compact, ['min_small_files', 'min_delete_files'], relation, 'rewrite_data_files') -%}
-        {%- set min_small = (compact.get('min_small_files', 5)) | int -%}
         {%- set min_deletes = (compact.get('min_delete_files', 10)) | int -%}
         {%- set delete_files = before.position_delete_files + before.equality_delete_files -%}
         {%- set options = {'min-input-files': min_small, 'delete-file-threshold': min_deletes,
                            'partial-progress.max-failed-commits': 1000} -%}
         {%- do options.update(args.pop('options', {}) or {}) -%}
         {%- set sql = rewrite_data_files(relation, options=options, **args) -%}
-        {%- if before.max_small_files_in_partition >= min_small or delete_files >= min_deletes -%}
+        {%- if before.crowded_partitions > 0 or delete_files >= min_deletes -%}
+            {%- do _maintenance_starting(relation, 'rewrite_data_files') -%}
             {%- set result = run_query(sql) -%}
             {%- set failed = _first(result, 'failed_data_files_count', 0) -%}
+            {#- With partial progress Iceberg only logs a file group that lost its commit race
+                (the result counts rewrite failures, not commit failures), so measure again:
+                crowded partitions left after the run are groups that did not land. -#}
+            {%- set left = iceberg_table_health(relation, target_bytes, partitioned, min_small) -%}
             {%- do actions.append('rewrite_data_files ' ~ (args.get('strategy') or 'binpack') ~ ' rewrote '
                 ~ _first(result, 'rewritten_data_files_count') ~ ' files into ' ~ _first(result, 'added_data_files_count')
-                ~ (' CONFLICT: ' ~ failed ~ ' files in groups that lost a commit race, left for the next run' if failed else '')) -%}
+                ~ (' CONFLICT: ' ~ left.crowded_small_files ~ ' small files in ' ~ left.crowded_partitions
+                   ~ ' partitions not compacted (' ~ failed ~ ' files failed to rewrite; a group that lost a commit race'
+                   ~ ' to a concurrent writer is in the Spark log), left for the next run'
+                   if left.crowded_partitions > 0 or failed else '')) -%}
         {%- else -%}
             {%- do actions.append('rewrite_data_files skipped (' ~ before.max_small_files_in_partition ~ ' < ' ~ min_small
                 ~ ' small files per partition, ' ~ delete_files ~ ' < ' ~ min_deletes ~ ' delete files)') -%}
@@ -55,6 +63,7 @@
         {%- do options.update(args.pop('options', {}) or {}) -%}
         {%- set sql = rewrite_position_delete_files(relation, options=options) -%}
         {%- if before.position_delete_files >= min_deletes -%}
+            {%- do _maintenance_starting(relation, 'rewrite_position_delete_files') -%}
             {%- set result = run_query(sql) -%}
             {%- do actions.append('rewrite_position_delete_files rewrote ' ~ _first(result, 'rewritten_delete_files_count')
                 ~ ' delete files into ' ~ _first(result, 'added_delete_files_count')) -%}
@@ -69,6 +78,7 @@
         {%- set min_manifests = (manifests.get('min_manifests', 50)) | int -%}
         {%- set sql = rewrite_manifests(relation, **args) -%}
         {%- if before.manifests >= min_manifests -%}
+            {%- do _maintenance_starting(relation, 'rewrite_manifests') -%}
             {%- set result = run_query(sql) -%}
             {%- do actions.append('rewrite_manifests ' ~ _first(result, 'rewritten_manifests_count') ~ ' -> ' ~ _first(result, 'added_manifests_count')) -%}
         {%- else -%}
@@ -83,6 +93,7 @@
         {%- set keep = (expire.get('retain_last', 10)) | int -%}
         {%- set sql = expire_snapshots(relation, **args) -%}
         {%- if before.snapshots > keep and before.oldest_snapshot_age_hours > window -%}
+            {%- do _maintenance_starting(relation, 'expire_snapshots') -%}
             {%- set result = run_query(sql) -%}
             {%- do actions.append('expire_snapshots removed ' ~ _first(result, 'deleted_manifest_lists_count') ~ ' snapshots') -%}
         {%- else -%}
@@ -97,13 +108,14 @@
         {%- set sql = remove_orphan_files(relation, **args) -%}  {#- validated on every run -#}
     {%- endif -%}
     {%- if orphans and nightly -%}
+        {%- do _maintenance_starting(relation, 'remove_orphan_files') -%}
         {%- set result = run_query(sql) -%}
         {%- do actions.append('remove_orphan_files ' ~ ('would remove ' if args.get('dry_run') else 'removed ') ~ (result.rows | length) ~ ' files') -%}
     {%- endif -%}
 
     {%- set acted = [] -%}
     {%- for action in actions if 'skipped' not in action -%}{%- do acted.append(action) -%}{%- endfor -%}
-    {%- set after = iceberg_table_health(relation, target_bytes, partitioned) if acted else before -%}
+    {%- set after = iceberg_table_health(relation, target_bytes, partitioned, min_small) if acted else before -%}
     {%- set seconds = (modules.datetime.datetime.utcnow() - started).total_seconds() -%}
     {{ log("maintenance " ~ relation ~ ": data files " ~ before.data_files ~ " -> " ~ after.data_files
         ~ ", bytes " ~ before.data_bytes ~ " -> " ~ after.data_bytes
@@ -113,6 +125,12 @@
         ~ " | " ~ (actions | join('; ') if actions else 'no maintenance policy')
         ~ " | " ~ '%.1f' | format(seconds) ~ " s", info=true) }}
     {{ return({'before': before, 'after': after, 'actions': actions}) }}
+{% endmacro %}
+
+{#- Said before a procedure runs, so that if it fails the model's log shows that its own
+    write had already committed and only maintenance failed (a post-hook cannot catch). -#}
+{% macro _maintenance_starting(relation, step) %}
+    {{ log("maintenance " ~ relation ~ ": running " ~ step ~ " (the model's write is already committed)", info=false) }}
 {% endmacro %}
 
 {#- A step's config minus the thresholds that only steer the decision. -#}

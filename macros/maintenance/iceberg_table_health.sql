@@ -1,7 +1,8 @@
 {#- One metadata read (files, manifests, snapshots metadata tables; no data file is
     opened) that says how healthy an Iceberg table is. Returns a dict. A data file is
-    "small" below 3/4 of the target file size. -#}
-{% macro iceberg_table_health(relation, target_file_bytes=134217728, partitioned=false) %}
+    "small" below 3/4 of the target file size; a partition is "crowded" when it holds at
+    least `min_small_files` of them (what compaction acts on). -#}
+{% macro iceberg_table_health(relation, target_file_bytes=134217728, partitioned=false, min_small_files=5) %}
     {%- set table_name = _iceberg_table_name(relation) -%}
     {%- set small = (target_file_bytes | int * 3 // 4) -%}
     {%- set query -%}
@@ -39,6 +40,9 @@
         select
             file_stats.*,
             (select coalesce(max(small_files), 0) from partitions) as max_small_files_in_partition,
+            (select count_if(small_files >= {{ min_small_files | int }}) from partitions) as crowded_partitions,
+            (select coalesce(sum(case when small_files >= {{ min_small_files | int }} then small_files end), 0)
+             from partitions) as crowded_small_files,
             (select count(*) from {{ table_name }}.manifests) as manifests,
             snapshot_stats.*
         from file_stats

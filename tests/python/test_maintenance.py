@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -265,3 +266,109 @@ def test_health_report_shows_a_compaction_before_and_after(spark, dbt, tmp_path)
     assert table in page and "6 &rarr; 1" in page
     png = (tmp_path / "after" / "health.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 10_000
+
+
+# -- conflicts ------------------------------------------------------------------------------
+
+
+def _originals_after_first_group_commit(spark, table: str, original: set[str]) -> list[str]:
+    """Wait (bounded) until the compaction's first file group commits, then return one
+    original file of every partition whose group has not committed yet. Java API only (no
+    Spark job), so the writer acts within milliseconds while the big groups still rewrite."""
+    iceberg = IcebergTable(spark, f"spark_catalog.{table}")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        current = iceberg.load()
+        current.refresh()
+        if current.currentSnapshot().operation() == "replace":
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError("the compaction never committed a file group")
+    live = {str(f.location()) for f in iceberg.data_files(current.currentSnapshot().snapshotId())}
+    by_partition: dict[str, str] = {}
+    for path in sorted(live & original):
+        by_partition.setdefault(path.split("/part=")[1].split("/")[0], path)
+    return list(by_partition.values())
+
+
+def test_a_writer_racing_the_compaction_costs_one_group_reported_as_conflict(spark, dbt):
+    """A concurrent writer deletes data files while the compaction runs (what a
+    copy-on-write DELETE does in metadata). Each file group holding such a file must lose
+    its commit, the other groups must land, the log must say CONFLICT, the run must
+    succeed, and no row may be lost or come back. A second run compacts what was left."""
+    table = new_table(spark, "conflict")
+    spark.sql(f"alter table {table} add column part int")
+    spark.sql(f"alter table {table} add partition field part")
+    # 6 small files in each of 4 partitions: 4 file groups. Partition 0 is tiny and is
+    # rewritten first (bytes-asc), so the writer strikes while the big groups still run.
+    for batch in range(6):
+        spark.sql(f"""insert into {table}
+                      select id, id % 500, repeat('x', 30),
+                             case when id % 1000 = 0 then 0 else 1 + id % 3 end
+                      from range({batch * 150_000}, {(batch + 1) * 150_000}) as t(id)""")
+    original = {r[0] for r in spark.sql(f"select file_path from {table}.data_files").collect()}
+    assert len(original) == 24
+    rows_in = {
+        r.file_path: r.record_count
+        for r in spark.sql(f"select file_path, record_count from {table}.data_files").collect()
+    }
+
+    removed: list[str] = []
+
+    def concurrent_writer() -> None:
+        # a py4j thread has no active SparkSession: without one the catalog falls back to V1
+        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        iceberg = IcebergTable(spark, f"spark_catalog.{table}")
+        targets = _originals_after_first_group_commit(spark, table, original)
+        iceberg.delete_data_files(targets)
+        removed.extend(targets)
+
+    policy = {
+        "rewrite_data_files": {
+            "min_small_files": 5,
+            "options": {
+                "max-concurrent-file-group-rewrites": 1,
+                "partial-progress.max-commits": 4,
+                "rewrite-job-order": "bytes-asc",
+            },
+        }
+    }
+    writer = threading.Thread(target=concurrent_writer)
+    writer.start()
+    run = dbt(
+        [
+            "run-operation",
+            "iceberg_maintain_table",
+            "--args",
+            json.dumps({"table": table, "policy": policy, "partitioned": True}),
+        ]
+    )
+    writer.join(timeout=300)
+    assert removed, "the concurrent writer never committed"
+    line = next(m for m in run.log.splitlines() if m.startswith(f"maintenance {table}: data files"))
+    assert "CONFLICT" in line, line
+    expected_rows = sum(rows_in.values()) - sum(rows_in[path] for path in removed)
+    assert count(spark, f"select count(*) from {table}") == expected_rows
+    # the group that won was compacted; each group that lost keeps its other originals
+    files_per_partition = {
+        r.part: r.n
+        for r in spark.sql(
+            f"select partition.part, count(*) as n from {table}.data_files group by 1"
+        ).collect()
+    }
+    assert files_per_partition[0] == 1
+    losers = {int(path.split("/part=")[1].split("/")[0]) for path in removed}
+    assert 0 not in losers and all(files_per_partition[part] == 5 for part in losers)
+
+    retry = dbt(
+        [
+            "run-operation",
+            "iceberg_maintain_table",
+            "--args",
+            json.dumps({"table": table, "policy": policy, "partitioned": True}),
+        ]
+    )
+    assert "CONFLICT" not in retry.log
+    assert count(spark, f"select count(*) from {table}.data_files") == 4
+    assert count(spark, f"select count(*) from {table}") == expected_rows
