@@ -22,6 +22,10 @@ typed as (
         try_cast(_ingested_at as timestamp) as ingested_at,
         try_cast(_kafka_partition as int) as kafka_partition,
         try_cast(_kafka_offset as bigint) as kafka_offset,
+        {{ invalid_value_reason([
+            ['watch_ms', 'int'], ['video_duration_ms', 'int'], ['_ingested_at', 'timestamp'],
+            ['_kafka_partition', 'int'], ['_kafka_offset', 'bigint'],
+        ]) }} as invalid_value_reason,
         _corrupt_record,
         coalesce(_corrupt_record, to_json(struct(*))) as raw_record,
         _source_file,
@@ -45,5 +49,8 @@ select
         when event_at is null then 'invalid_event_at'
         when event_at > ingested_at + make_interval(0, 0, 0, 0, {{ var('max_clock_skew_hours') }})
             then 'event_at_in_future'
+        when event_at < ingested_at - make_interval(0, 0, 0, {{ var('max_event_lateness_days') }})
+            then 'event_at_too_old'
+        when invalid_value_reason is not null then invalid_value_reason
     end as reject_reason
 from typed

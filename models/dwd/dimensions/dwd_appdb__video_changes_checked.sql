@@ -18,6 +18,11 @@ typed as (
         try_cast(_source_committed_at as timestamp) as source_committed_at,
         try_cast(_kafka_partition as int) as kafka_partition,
         try_cast(_kafka_offset as bigint) as kafka_offset,
+        {{ invalid_value_reason([
+            ['author_user_id', 'bigint'], ['duration_ms', 'int'], ['published_at', 'timestamp'],
+            ['_source_committed_at', 'timestamp'], ['_kafka_partition', 'int'],
+            ['_kafka_offset', 'bigint'],
+        ]) }} as invalid_value_reason,
         _corrupt_record,
         coalesce(_corrupt_record, to_json(struct(*))) as raw_record,
         _source_file,
@@ -28,5 +33,8 @@ typed as (
 
 select
     *,
-    {{ changelog_reject_reason('video_id') }} as reject_reason
+    coalesce(
+        {{ changelog_reject_reason('video_id') }},
+        invalid_value_reason
+    ) as reject_reason
 from typed

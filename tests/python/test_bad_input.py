@@ -1,0 +1,242 @@
+"""The bad-input matrix: every kind of malformed record production sends, landed through
+the real models. For each, the run goes on and the record is either in its target or in
+the quarantine with the expected reason: landed = accepted + rejected, per source.
+
+Builds into its own schemas (var schema_prefix) from its own landing folder, so it shares
+the test run's SparkSession and metastore without touching the warehouse tests' tables."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PREFIX = "badin_"
+INGESTED = "2026-03-02T12:00:00.000Z"
+MISSING = object()  # a field absent from the JSON object (a column dropped upstream)
+ACCEPTED = "accepted"
+
+
+def event(offset: int, **fields: Any) -> dict[str, Any]:
+    record = {
+        "event_id": f"e{offset}",
+        "user_id": "1",
+        "video_id": "1",
+        "event_type": "play",
+        "event_at": "2026-03-02T10:00:00.000Z",
+        "watch_ms": "1000",
+        "video_duration_ms": "2000",
+        "os": "ios",
+        "app_version": "1.0",
+        "region": "cn",
+        "_ingested_at": INGESTED,
+        "_kafka_partition": "0",
+        "_kafka_offset": str(offset),
+    }
+    record.update(fields)
+    return {k: v for k, v in record.items() if v is not MISSING}
+
+
+def user_change(offset: int, op: str, user_id: Any, lsn: Any, name: str, **fields: Any) -> dict:
+    record = {
+        "op": op,
+        "user_id": user_id,
+        "user_name": name,
+        "region": "cn",
+        "is_creator": "false",
+        "level": "1",
+        "registered_at": "2026-01-01T00:00:00.000Z",
+        "_source_lsn": lsn,
+        "_source_committed_at": "2026-03-02T09:00:00.000Z",
+        "_kafka_partition": "0",
+        "_kafka_offset": str(offset),
+    }
+    record.update(fields)
+    return {k: v for k, v in record.items() if v is not MISSING}
+
+
+def video_change(offset: int, video_id: str, lsn: str, **fields: Any) -> dict:
+    record = {
+        "op": "+I",
+        "video_id": video_id,
+        "author_user_id": "1",
+        "title": f"video {video_id}",
+        "category": "music",
+        "duration_ms": "2000",
+        "published_at": "2026-01-01T00:00:00.000Z",
+        "_source_lsn": lsn,
+        "_source_committed_at": "2026-03-02T09:00:00.000Z",
+        "_kafka_partition": "0",
+        "_kafka_offset": str(offset),
+    }
+    record.update(fields)
+    return {k: v for k, v in record.items() if v is not MISSING}
+
+
+# (case, record or raw line, expected fate) per source and batch. Offsets identify records.
+EVENTS_1 = [
+    ("valid", event(1), ACCEPTED),
+    ("unparseable line", '{"event_id": "e-broken", "user_id": ', "unparseable_record"),
+    ("wrong type: key", event(2, user_id="abc"), "invalid_user_id"),
+    ("wrong type: value", event(3, watch_ms="ten seconds"), "invalid_watch_ms"),
+    ("null key", event(4, event_id=None), "missing_event_id"),
+    ("empty key", event(5, event_id="  "), "missing_event_id"),
+    ("unknown event type", event(6, event_type="teleport"), "unknown_event_type"),
+    ("duplicate: first delivery", event(7, event_id="e-dup"), ACCEPTED),
+    ("duplicate: re-sent", event(8, event_id="e-dup"), "duplicate_event_id"),
+    ("far-future timestamp", event(9, event_at="2099-01-01T00:00:00.000Z"), "event_at_in_future"),
+    ("ancient timestamp", event(10, event_at="1970-01-01T00:00:00.000Z"), "event_at_too_old"),
+    ("unparseable timestamp", event(11, event_at="yesterday-ish"), "invalid_event_at"),
+    ("added column upstream", event(12, ab_test_group="B"), ACCEPTED),
+    ("missing column upstream", event(13, region=MISSING), ACCEPTED),
+    ("missing key column", event(14, user_id=MISSING), "invalid_user_id"),
+    ("numbers as JSON numbers", event(15, user_id=2, watch_ms=1500), ACCEPTED),
+    ("wrong type: arrival time", event(16, _ingested_at="soon"), "invalid_ingested_at"),
+]
+USERS_1 = [
+    ("insert", user_change(1, "+I", "1", "1", "one"), ACCEPTED),
+    ("insert", user_change(2, "+I", "2", "2", "two"), ACCEPTED),
+    ("insert", user_change(3, "+I", "3", "3", "three"), ACCEPTED),
+    ("unknown op code", user_change(4, "X", "4", "4", "four"), "unknown_change_op"),
+    ("null key", user_change(5, "+I", None, "5", "nobody"), "missing_key"),
+    ("wrong type: key", user_change(6, "+I", "six", "6", "six"), "missing_key"),
+    ("wrong type: value", user_change(7, "+I", "7", "7", "seven", level="high"), "invalid_level"),
+    ("wrong type: position", user_change(8, "+I", "8", "abc", "eight"), "invalid_source_lsn"),
+    ("unparseable line", '{"op": "+I", "user_id": "9", "user_na', "unparseable_record"),
+    ("duplicate change", user_change(9, "+U", "2", "12", "two-b"), ACCEPTED),
+    ("duplicate change re-sent", user_change(10, "+U", "2", "12", "two-b"), ACCEPTED),
+    ("out of order: newer first", user_change(11, "+U", "3", "20", "three-c"), ACCEPTED),
+    ("out of order: older later", user_change(12, "+U", "3", "15", "three-b"), ACCEPTED),
+    ("added column upstream", user_change(13, "+I", "10", "13", "ten", vip="true"), ACCEPTED),
+    (
+        "missing column upstream",
+        user_change(14, "+I", "11", "14", "eleven", region=MISSING),
+        ACCEPTED,
+    ),
+]
+VIDEOS_1 = [
+    ("insert", video_change(1, "1", "1"), ACCEPTED),
+    ("insert", video_change(2, "2", "2"), ACCEPTED),
+    ("wrong type: value", video_change(3, "3", "3", duration_ms="long"), "invalid_duration_ms"),
+]
+EVENTS_2 = [("valid, next batch", event(101, video_id="2"), ACCEPTED)]
+USERS_2 = [
+    ("stale change one batch late", user_change(101, "+U", "3", "18", "three-stale"), ACCEPTED),
+    ("delete", user_change(102, "-D", "1", "30", "one"), ACCEPTED),
+    ("stale update after the delete", user_change(103, "+U", "1", "25", "one-again"), ACCEPTED),
+]
+# dim_users after each batch, from the highest source position per key
+DIM_USERS = {
+    1: {1: "one", 2: "two-b", 3: "three-c", 10: "ten", 11: "eleven"},
+    2: {2: "two-b", 3: "three-c", 10: "ten", 11: "eleven"},
+}
+SOURCES = {  # landing folder -> (ODS table, quarantine source_table)
+    "client_events": ("ods_client__events", "client_events"),
+    "appdb_users": ("ods_appdb__user_changes", "appdb_users"),
+    "appdb_videos": ("ods_appdb__video_changes", "appdb_videos"),
+}
+
+
+def land(landing: Path, folder: str, batch: int, cases: list) -> None:
+    target = landing / folder / f"batch={batch:06d}"
+    target.mkdir(parents=True, exist_ok=True)
+    lines = [c[1] if isinstance(c[1], str) else json.dumps(c[1]) for c in cases]
+    (target / "part-00000.jsonl").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="module")
+def build(spark, dbt, data_dir: Path):
+    """Land batch 1, build; land batch 2, build. Returns the table states after each."""
+    landing = data_dir / "bad_input_landing"
+    saved = os.environ["LAKEHOUSE_LANDING_DIR"]
+    os.environ["LAKEHOUSE_LANDING_DIR"] = str(landing)
+    states = {}
+    try:
+        for batch, (events, users, videos) in {
+            1: (EVENTS_1, USERS_1, VIDEOS_1),
+            2: (EVENTS_2, USERS_2, []),
+        }.items():
+            land(landing, "client_events", batch, events)
+            land(landing, "appdb_users", batch, users)
+            land(landing, "appdb_videos", batch, videos)
+            dbt(["build", "--vars", json.dumps({"schema_prefix": PREFIX})])
+            states[batch] = {
+                "events": {
+                    r.kafka_offset: r
+                    for r in spark.sql(f"select * from {PREFIX}dwd.dwd_client__events").collect()
+                },
+                "rejected": spark.sql(
+                    f"select * from {PREFIX}dwd.dwd_quarantine__rejected_records"
+                ).collect(),
+                "dim_users": {
+                    r.user_id: r
+                    for r in spark.sql(f"select * from {PREFIX}dwd.dim_users").collect()
+                },
+                "dim_videos": {
+                    r.video_id for r in spark.sql(f"select * from {PREFIX}dwd.dim_videos").collect()
+                },
+                "ods_rows": {
+                    folder: spark.sql(f"select count(*) from {PREFIX}ods.{ods}").first()[0]
+                    for folder, (ods, _) in SOURCES.items()
+                },
+            }
+    finally:
+        os.environ["LAKEHOUSE_LANDING_DIR"] = saved
+    return states
+
+
+def fate(state: dict, source_table: str, case: tuple) -> str:
+    """Where one landed record ended up: 'accepted' or its quarantine reason(s)."""
+    record = case[1]
+    rejected = [r for r in state["rejected"] if r.source_table == source_table]
+    if isinstance(record, str):  # unparseable: only its raw text identifies it
+        return ",".join(r.reject_reason for r in rejected if r.raw_record == record) or "lost"
+    offset = int(record["_kafka_offset"])
+    reasons = [r.reject_reason for r in rejected if r.kafka_offset == offset]
+    accepted = source_table != "client_events" or offset in state["events"]
+    if source_table != "client_events":
+        return ",".join(reasons) or ACCEPTED  # applied changes are checked via dim_users
+    return ",".join(reasons + ([ACCEPTED] if accepted else [])) or "lost"
+
+
+@pytest.mark.parametrize(
+    ("source_table", "case"),
+    [("client_events", c) for c in EVENTS_1 + EVENTS_2]
+    + [("appdb_users", c) for c in USERS_1 + USERS_2]
+    + [("appdb_videos", c) for c in VIDEOS_1],
+    ids=lambda value: value[0] if isinstance(value, tuple) else value,
+)
+def test_every_bad_record_lands_or_is_quarantined_with_its_reason(build, source_table, case):
+    assert fate(build[2], source_table, case) == case[2]
+
+
+def test_landed_equals_accepted_plus_rejected_for_every_source(build):
+    landed = {
+        "client_events": EVENTS_1 + EVENTS_2,
+        "appdb_users": USERS_1 + USERS_2,
+        "appdb_videos": VIDEOS_1,
+    }
+    state = build[2]
+    for folder, cases in landed.items():
+        rejected = [r for r in state["rejected"] if r.source_table == SOURCES[folder][1]]
+        accepted = sum(1 for c in cases if c[2] == ACCEPTED)
+        assert state["ods_rows"][folder] == len(cases), folder  # ODS keeps every line
+        assert len(rejected) + accepted == len(cases), folder
+    assert len(state["events"]) == sum(1 for c in EVENTS_1 + EVENTS_2 if c[2] == ACCEPTED)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_changes_apply_by_source_position_whatever_the_arrival_order(build, batch):
+    users = build[batch]["dim_users"]
+    assert {user_id: row.user_name for user_id, row in users.items()} == DIM_USERS[batch]
+    assert users[11].region is None  # a column missing upstream is null, the row is kept
+    assert build[batch]["dim_videos"] == {1, 2}
+
+
+def test_accepted_values_are_typed_not_nulled(build):
+    events = build[2]["events"]
+    assert events[15].user_id == 2 and events[15].watch_ms == 1500
+    assert events[13].region is None and events[12].region == "cn"
