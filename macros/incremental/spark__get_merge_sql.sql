@@ -11,6 +11,8 @@
     {%- if not delete_when -%}
         {{ return(dbt_spark.spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates)) }}
     {%- endif -%}
+    {#- rendered twice into the MERGE below: only a plain predicate may pass -#}
+    {%- do _safe_predicate(delete_when, 'spark__get_merge_sql', 'merge_delete_when') -%}
     {%- if not unique_key -%}
         {{ exceptions.raise_compiler_error("merge_delete_when needs a unique_key to match rows on") }}
     {%- endif -%}

@@ -12,7 +12,8 @@
     {%- set older_than_hours = older_than_hours | float(-1) -%}
     {%- set retain_last = retain_last | int(-1) -%}
     {%- set min_window_hours = min_window_hours | float(1) -%}
-    {%- if older_than_hours < 0 or older_than_hours < min_window_hours -%}
+    {#- written as `not >=` so that NaN ('nan' from a var) is refused too -#}
+    {%- if not (older_than_hours >= 0 and older_than_hours >= min_window_hours) -%}
         {{ exceptions.raise_compiler_error("expire_snapshots: older_than_hours must be a number >= " ~ min_window_hours ~ " for " ~ table_name ~ "; got " ~ older_than_hours) }}
     {%- endif -%}
     {%- if retain_last < 1 -%}

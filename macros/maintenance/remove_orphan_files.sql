@@ -9,9 +9,10 @@
 
 {% macro spark__remove_orphan_files(relation, older_than_hours, dry_run) %}
     {%- set table_name = _iceberg_table_name(relation) -%}
-    {%- set safe_minimum = var('orphan_files_min_age_hours', 24) | float -%}
+    {%- set safe_minimum = var('orphan_files_min_age_hours', 24) | float(24) -%}  {#- unparsable: the safe default -#}
     {%- set hours = older_than_hours | float(-1) -%}
-    {%- if hours < safe_minimum -%}
+    {#- written as `not >=` so that NaN ('nan' from a var) is refused too -#}
+    {%- if not (hours >= safe_minimum) -%}
         {{ exceptions.raise_compiler_error("remove_orphan_files: older_than_hours must be >= " ~ safe_minimum ~ " for " ~ table_name ~ " (files of in-flight writes would be deleted); got " ~ older_than_hours) }}
     {%- endif -%}
     {%- if dry_run is not boolean -%}

@@ -41,7 +41,8 @@
         sort_order => '{{ sort_clause }}',
         {%- endif %}
         {%- if where %}
-        where => '{{ where | replace("'", "\\'") }}',
+        {#- validated, so its only quotes delimit literals: escape them for the '...' argument #}
+        where => '{{ _safe_predicate(where, 'rewrite_data_files', 'where') | replace("'", "\\'") }}',
         {%- endif %}
         options => {{ _iceberg_options_map(merged) }}
     )

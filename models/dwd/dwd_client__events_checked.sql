@@ -27,7 +27,7 @@ typed as (
             ['_kafka_partition', 'int'], ['_kafka_offset', 'bigint'],
         ]) }} as invalid_value_reason,
         _corrupt_record,
-        coalesce(_corrupt_record, to_json(struct(*))) as raw_record,
+        coalesce(_corrupt_record, {{ landed_record_json('client', 'events') }}) as raw_record,
         _source_file,
         _batch_id,
         _loaded_at

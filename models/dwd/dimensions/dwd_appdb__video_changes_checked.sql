@@ -24,7 +24,7 @@ typed as (
             ['_kafka_offset', 'bigint'],
         ]) }} as invalid_value_reason,
         _corrupt_record,
-        coalesce(_corrupt_record, to_json(struct(*))) as raw_record,
+        coalesce(_corrupt_record, {{ landed_record_json('appdb', 'video_changes') }}) as raw_record,
         _source_file,
         _batch_id,
         _loaded_at
