@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import time
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from scripts.java_runtime import export_java_home
@@ -27,4 +28,23 @@ def get_spark(target: str = "local") -> SparkSession:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    ensure_metastore_lock_tables(spark)
     return spark
+
+
+def ensure_metastore_lock_tables(spark: SparkSession) -> None:
+    """Create the embedded metastore's lock tables once. Iceberg takes a metastore lock
+    per commit (spark_config turns it on); the schema DataNucleus creates lacks the tables
+    behind Hive's lock API, and without them every commit retries for minutes. Hive's
+    own TxnDbUtil creates them."""
+    url = spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", None)
+    if not url:
+        return  # a remote metastore owns its schema
+    jvm = spark.sparkContext._jvm
+    conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
+    conf.set("javax.jdo.option.ConnectionURL", url)
+    try:
+        jvm.org.apache.hadoop.hive.metastore.txn.TxnDbUtil.prepDb(conf)
+    except Py4JJavaError as error:
+        if "already exists" not in str(error.java_exception):
+            raise
