@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
@@ -33,16 +34,19 @@ def get_spark(target: str = "local") -> SparkSession:
 
 
 def ensure_metastore_lock_tables(spark: SparkSession) -> None:
-    """Create the embedded metastore's lock tables once. Iceberg takes a metastore lock
-    per commit (spark_config turns it on); the schema DataNucleus creates lacks the tables
-    behind Hive's lock API, and without them every commit retries for minutes. Hive's
-    own TxnDbUtil creates them."""
+    """The embedded metastore's lock tables (see create_metastore_lock_tables)."""
     url = spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", None)
-    if not url:
-        return  # a remote metastore owns its schema
-    jvm = spark.sparkContext._jvm
+    if url:  # else a remote metastore owns its schema
+        create_metastore_lock_tables(spark.sparkContext._jvm, url)
+
+
+def create_metastore_lock_tables(jvm: Any, connection_url: str) -> None:
+    """Create a metastore database's lock tables once. Iceberg takes a metastore lock per
+    commit (spark_config turns it on); the schema DataNucleus creates lacks the tables
+    behind Hive's lock API, and without them every commit retries for minutes. Hive's own
+    TxnDbUtil creates them; it fails on a database that has them, which is fine."""
     conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
-    conf.set("javax.jdo.option.ConnectionURL", url)
+    conf.set("javax.jdo.option.ConnectionURL", connection_url)
     try:
         jvm.org.apache.hadoop.hive.metastore.txn.TxnDbUtil.prepDb(conf)
     except Py4JJavaError as error:

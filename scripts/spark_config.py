@@ -6,6 +6,11 @@ three can never drift apart.
 
     python -m scripts.spark_config --target local          # print the settings
     eval "$(python -m scripts.spark_config --export)"      # then plain `dbt build` works
+    python -m scripts.spark_config --target cluster        # the Thrift server's settings
+
+The `cluster` target (scripts/cluster.py) shares `iceberg_catalog_conf()` with the embedded
+ones; only the catalog's location differs: a Hive Metastore Thrift service instead of an
+embedded Derby metastore, so the Thrift server, pytest's session and pyiceberg see one catalog.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ import argparse
 import json
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import ClassVar
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
@@ -66,9 +72,15 @@ def iceberg_catalog_conf(catalog: str = "spark_catalog") -> dict[str, str]:
         "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         f"spark.sql.catalog.{catalog}": "org.apache.iceberg.spark.SparkSessionCatalog",
         f"spark.sql.catalog.{catalog}.type": "hive",
-        # Without this the first commit against a metastore without a lock service
-        # hangs for minutes in MetastoreLock.createLock retries.
-        "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
+        # Commits take the metastore's table lock: Hive 2.3 has no atomic pointer swap
+        # (HIVE-26882), so without it two concurrent commits to one table can both succeed
+        # and one is silently lost. The lock needs the metastore's lock tables, which
+        # session.create_metastore_lock_tables makes (without them commits hang in retries).
+        "spark.hadoop.iceberg.engine.hive.lock-enabled": "true",
+        # A cached table keeps serving the snapshot it loaded (30 s by default) after
+        # another session or process commits: health checks and reads would see stale
+        # files. Loading fresh metadata per query costs milliseconds.
+        f"spark.sql.catalog.{catalog}.cache-enabled": "false",
         "spark.sql.session.timeZone": "UTC",
     }
 
@@ -106,6 +118,166 @@ def spark_conf(target: str = "local") -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class ClusterSettings:
+    """Where the local standalone cluster keeps its state and which loopback ports it uses.
+
+    Every field can be overridden by an environment variable (see `ENV`), so a test can run
+    its own cluster on free ports next to a developer's.
+    """
+
+    root: Path
+    metastore_port: int = 9083
+    master_port: int = 7077
+    master_webui_port: int = 8080
+    worker_port: int = 7078
+    worker_webui_port: int = 8081
+    thrift_port: int = 10001
+    thrift_ui_port: int = 4040
+    worker_cores: int = 2
+    worker_memory: str = "2g"
+    executor_memory: str = "1g"
+    driver_memory: str = "1g"
+    host: str = "127.0.0.1"
+
+    ENV: ClassVar[dict[str, str]] = {
+        "root": "LAKEHOUSE_CLUSTER_DIR",
+        "metastore_port": "LAKEHOUSE_METASTORE_PORT",
+        "master_port": "LAKEHOUSE_SPARK_MASTER_PORT",
+        "master_webui_port": "LAKEHOUSE_SPARK_MASTER_WEBUI_PORT",
+        "worker_port": "LAKEHOUSE_SPARK_WORKER_PORT",
+        "worker_webui_port": "LAKEHOUSE_SPARK_WORKER_WEBUI_PORT",
+        "thrift_port": "LAKEHOUSE_THRIFT_PORT",
+        "thrift_ui_port": "LAKEHOUSE_THRIFT_UI_PORT",
+        "worker_cores": "LAKEHOUSE_WORKER_CORES",
+        "worker_memory": "LAKEHOUSE_WORKER_MEMORY",
+        "executor_memory": "LAKEHOUSE_EXECUTOR_MEMORY",
+        "driver_memory": "LAKEHOUSE_THRIFT_DRIVER_MEMORY",
+    }
+
+    @classmethod
+    def from_env(cls) -> ClusterSettings:
+        values: dict[str, object] = {}
+        for field in fields(cls):
+            raw = os.environ.get(cls.ENV.get(field.name, ""))
+            if raw is None:
+                continue
+            values[field.name] = int(raw) if field.type == "int" else raw
+        root = Path(str(values.pop("root", PROJECT_DIR / "data" / "cluster"))).resolve()
+        return cls(root=root, **values)  # type: ignore[arg-type]
+
+    def to_env(self) -> dict[str, str]:
+        """The variables that make `from_env()` in another process return these settings."""
+        return {variable: str(getattr(self, name)) for name, variable in self.ENV.items()}
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse"
+
+    @property
+    def metastore(self) -> Path:
+        return self.root / "metastore"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def run(self) -> Path:
+        """Pid/state files and the worker's scratch folder (executor logs, shuffle files)."""
+        return self.root / "run"
+
+    @property
+    def metastore_uri(self) -> str:
+        return f"thrift://{self.host}:{self.metastore_port}"
+
+    @property
+    def master_url(self) -> str:
+        return f"spark://{self.host}:{self.master_port}"
+
+    @property
+    def marker(self) -> str:
+        """A JVM option on every process of this cluster: how stop/status find stragglers."""
+        return f"-Dlakehouse.cluster={self.root}"
+
+    def ports(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name.endswith("_port")}
+
+
+def metastore_conf(cluster: ClusterSettings) -> dict[str, str]:
+    """The Hive Metastore service's own settings. Only that process opens its Derby database
+    (Derby embedded admits one process); everyone else talks Thrift to the service."""
+    url = f"jdbc:derby:;databaseName={cluster.metastore / 'metastore_db'};create=true"
+    return {
+        "javax.jdo.option.ConnectionURL": url,
+        "javax.jdo.option.ConnectionDriverName": "org.apache.derby.jdbc.EmbeddedDriver",
+        "datanucleus.schema.autoCreateAll": "true",
+        "hive.metastore.schema.verification": "false",
+        "hive.metastore.warehouse.dir": str(cluster.warehouse),
+        "hive.metastore.event.db.notification.api.auth": "false",
+    }
+
+
+def cluster_spark_conf(cluster: ClusterSettings) -> dict[str, str]:
+    """Every Spark setting of the Thrift server submitted to the standalone cluster."""
+    jar = str(iceberg_runtime_jar())
+    java_options = f"{cluster.marker} -Duser.timezone=UTC"
+    return {
+        "spark.master": cluster.master_url,
+        "spark.app.name": "lakehouse-thrift-server",
+        **iceberg_catalog_conf(),
+        "spark.sql.catalog.spark_catalog.uri": cluster.metastore_uri,
+        "spark.hadoop.hive.metastore.uris": cluster.metastore_uri,
+        "spark.sql.warehouse.dir": str(cluster.warehouse),
+        # `--jars` alone fails (NoClassDefFoundError: org/apache/iceberg/spark/PathIdentifier):
+        # the runtime must be on the driver's and the executors' system class path.
+        "spark.driver.extraClassPath": jar,
+        "spark.executor.extraClassPath": jar,
+        "spark.driver.memory": cluster.driver_memory,
+        "spark.driver.host": cluster.host,
+        "spark.driver.bindAddress": cluster.host,
+        "spark.driver.extraJavaOptions": (
+            f"{java_options} -Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
+        ),
+        "spark.executor.extraJavaOptions": java_options,
+        "spark.executor.memory": cluster.executor_memory,
+        "spark.executor.cores": str(cluster.worker_cores),
+        "spark.cores.max": str(cluster.worker_cores),
+        # The driver's UI stays on: its REST API shows which executors ran the tasks.
+        "spark.ui.port": str(cluster.thrift_ui_port),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": os.environ.get("LAKEHOUSE_SHUFFLE_PARTITIONS", "8"),
+    }
+
+
+def remote_catalog_conf(name: str, cluster: ClusterSettings) -> dict[str, str]:
+    """An extra Iceberg catalog over the cluster's metastore, for a session started elsewhere
+    (pytest's embedded one): `spark.conf.set` each pair, then read `<name>.<schema>.<table>`."""
+    return {
+        f"spark.sql.catalog.{name}": "org.apache.iceberg.spark.SparkCatalog",
+        f"spark.sql.catalog.{name}.type": "hive",
+        f"spark.sql.catalog.{name}.uri": cluster.metastore_uri,
+        f"spark.sql.catalog.{name}.warehouse": str(cluster.warehouse),
+        f"spark.sql.catalog.{name}.cache-enabled": "false",
+    }
+
+
+def pyiceberg_catalog_properties(cluster: ClusterSettings) -> dict[str, str]:
+    """`pyiceberg.catalog.load_catalog(name, **these)` reaches the same tables."""
+    return {"type": "hive", "uri": cluster.metastore_uri, "warehouse": str(cluster.warehouse)}
+
+
+def cluster_dbt_env(cluster: ClusterSettings) -> dict[str, str]:
+    """Environment of `dbt --target cluster`: no SparkSession here, only a Thrift client.
+    The Thrift server reads the landing files from the same local path as the local target."""
+    return {
+        "LAKEHOUSE_LANDING_DIR": str(DataPaths.for_target("local").landing),
+        "LAKEHOUSE_THRIFT_HOST": os.environ.get("LAKEHOUSE_THRIFT_HOST", cluster.host),
+        "LAKEHOUSE_THRIFT_PORT": str(cluster.thrift_port),
+        "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles"),
+    }
+
+
 def dbt_env(target: str = "local") -> dict[str, str]:
     """Environment variables the dbt profile and project read for an embedded target."""
     paths = DataPaths.for_target(target)
@@ -119,11 +291,17 @@ def dbt_env(target: str = "local") -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", default="local", choices=sorted(MASTERS))
+    parser.add_argument("--target", default="local", choices=[*sorted(MASTERS), "cluster"])
     parser.add_argument(
         "--export", action="store_true", help="print `export` lines for the dbt profile"
     )
     args = parser.parse_args(argv)
+    if args.target == "cluster":
+        cluster = ClusterSettings.from_env()
+        settings = cluster_dbt_env(cluster) if args.export else cluster_spark_conf(cluster)
+        for name, value in settings.items():
+            print(f"export {name}={shlex.quote(value)}" if args.export else f"{name}={value}")
+        return 0
     if args.export:
         for name, value in dbt_env(args.target).items():
             print(f"export {name}={shlex.quote(value)}")

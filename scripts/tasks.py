@@ -3,7 +3,9 @@
 build  generate sample data when the landing zone is empty, then `dbt build` every layer
 test   pytest, `dbt build` on the ci target, sqlfluff lint and ruff check
 lint   sqlfluff lint and ruff check only
-dbt    any dbt command, in-process, on a SparkSession configured by scripts.spark_config
+dbt    any dbt command, in-process, on a SparkSession configured by scripts.spark_config;
+       with --target cluster, through the Thrift server of `lakehouse-cluster start` instead
+       (no local SparkSession; the server reads the same landing folder as the local target)
 """
 
 from __future__ import annotations
@@ -14,7 +16,13 @@ import sys
 import time
 
 from scripts.cli import parser_from_doc
-from scripts.spark_config import PROJECT_DIR, DataPaths, dbt_env
+from scripts.spark_config import (
+    PROJECT_DIR,
+    ClusterSettings,
+    DataPaths,
+    cluster_dbt_env,
+    dbt_env,
+)
 
 
 def step(message: str) -> None:
@@ -51,14 +59,22 @@ def ensure_sample_data(target: str) -> None:
 
 
 def run_dbt(target: str, args: list[str]) -> int:
-    """Run dbt in this process, on the SparkSession dbt-spark's session method will reuse."""
-    os.environ.update(dbt_env(target))
+    """Run dbt in this process, on the SparkSession dbt-spark's session method will reuse,
+    or, for the cluster target, as a Thrift client of the cluster's Spark Thrift Server."""
+    if target == "cluster":
+        from scripts.pyhive_compat import patch_pyhive
+
+        patch_pyhive()  # Spark 3.5's empty results break PyHive 0.7 (see the module)
+        os.environ.update(cluster_dbt_env(ClusterSettings.from_env()))
+    else:
+        os.environ.update(dbt_env(target))
     os.chdir(PROJECT_DIR)
     from dbt.cli.main import dbtRunner
 
-    from scripts.session import get_spark
+    if target != "cluster":
+        from scripts.session import get_spark
 
-    get_spark(target)
+        get_spark(target)
     result = dbtRunner().invoke([*args, "--target", target])
     return 0 if result.success else 1
 
@@ -107,11 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("test", help="every test and linter")
     sub.add_parser("lint", help="sqlfluff and ruff")
     dbt = sub.add_parser("dbt", help="run a dbt command in-process")
-    dbt.add_argument("--target", default="local", choices=["local", "ci"])
+    dbt.add_argument("--target", default="local", choices=["local", "ci", "cluster"])
     args, rest = parser.parse_known_args(argv)
 
     if args.command == "lint":
         return lint()
+    if args.command == "dbt" and args.target == "cluster":
+        return run_dbt("cluster", rest)  # no JVM here: the cluster already runs one
     ensure_java()
     if args.command == "build":
         ensure_sample_data("local")

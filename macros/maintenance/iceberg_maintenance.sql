@@ -132,7 +132,7 @@
 {#- Said before a procedure runs, so that if it fails the model's log shows that its own
     write had already committed and only maintenance failed (a post-hook cannot catch). -#}
 {% macro _maintenance_starting(relation, step) %}
-    {{ log("maintenance " ~ relation ~ ": running " ~ step ~ " (the model's write is already committed)", info=false) }}
+    {{ log("running " ~ step ~ " on " ~ relation ~ " (maintenance: the model's own write is already committed)", info=false) }}
 {% endmacro %}
 
 {#- A step's config minus the thresholds that only steer the decision. -#}

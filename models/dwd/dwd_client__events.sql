@@ -17,8 +17,11 @@ with valid_events as (
 first_deliveries as (
     select
         *,
+        -- the first delivery is the one from the earliest landed batch, so one build over
+        -- several batches keeps the same row as one build per batch would
         row_number() over (
-            partition by event_id order by ingested_at asc, kafka_partition asc, kafka_offset asc
+            partition by event_id
+            order by _batch_id asc, ingested_at asc, kafka_partition asc, kafka_offset asc
         ) as delivery_rank
     from valid_events
 ),

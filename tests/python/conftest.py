@@ -21,6 +21,11 @@ class DbtRun:
     log: str  # every message dbt emitted, errors included
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Cluster tests last: they compare with the tables the other modules built."""
+    items.sort(key=lambda item: item.path.name == "test_cluster.py")
+
+
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An isolated data folder (warehouse, metastore, landing zone) for this test run."""

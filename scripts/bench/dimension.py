@@ -1,0 +1,113 @@
+"""A dimension like dim_users, built inside Spark, and a CDC batch merged into it with the
+project's MERGE (macros/incremental/spark__get_merge_sql.sql). Shared by B2 and B5.
+
+Tables are written from one deterministic plan, so two tables of the same size hold the
+same rows in the same files' order whatever their write mode.
+"""
+
+from __future__ import annotations
+
+from scripts.bench.common import SCHEMA, BenchContext, drop_tables, snapshot_id
+
+COLUMNS = (
+    "user_id, user_name, region, is_creator, user_level, registered_at, _change_op, "
+    "_source_lsn, _source_committed_at, _loaded_at"
+)
+
+
+def rows_label(rows: int) -> str:
+    return f"{rows // 1_000_000}M" if rows >= 1_000_000 else f"{rows // 1_000}k"
+
+
+def create_dimension(ctx: BenchContext, name: str, rows: int, mode: str) -> int:
+    """dim_users' columns and the dimensions folder's properties, `write.*.mode` = `mode`.
+    Returns the snapshot holding the initial rows."""
+    spark = ctx.spark
+    spark.sql(f"create schema if not exists {SCHEMA}")
+    drop_tables(spark, [name])
+    spark.sql(f"""
+        create table {name} (
+            user_id bigint, user_name string, region string, is_creator boolean,
+            user_level int, registered_at timestamp, _change_op string, _source_lsn bigint,
+            _source_committed_at timestamp, _loaded_at timestamp
+        )
+        using iceberg
+        tblproperties (
+            'format-version' = '2',
+            'write.delete.mode' = '{mode}',
+            'write.update.mode' = '{mode}',
+            'write.merge.mode' = '{mode}',
+            'write.parquet.compression-codec' = 'zstd',
+            'write.target-file-size-bytes' = '134217728',
+            'write.distribution-mode' = 'hash'
+        )""")
+    spark.sql(f"insert into {name} {user_rows_sql(0, rows, 'insert', seed=0)}")
+    return snapshot_id(spark, name)
+
+
+def user_rows_sql(first: int, count: int, op: str, seed: int, key_sql: str = "id + 1") -> str:
+    """Rows of the users dimension for ids `key_sql` over range(first, first + count)."""
+    return f"""
+        select
+            {key_sql} as user_id,
+            concat('user_', {key_sql}, '_', pmod(hash({key_sql}, {seed}), 10000)) as user_name,
+            element_at(array('cn-north', 'cn-south', 'cn-east', 'sg', 'us-west'),
+                       cast(pmod(hash({key_sql}, {seed} + 1), 5) + 1 as int)) as region,
+            pmod(hash({key_sql}, {seed} + 2), 10) = 0 as is_creator,
+            cast(1 + pmod(hash({key_sql}, {seed} + 3), 59) as int) as user_level,
+            timestamp'2023-01-01' + make_interval(0, 0, 0, 0, 0, 0,
+                pmod(hash({key_sql}), 3 * 365 * 86400)) as registered_at,
+            '{op}' as _change_op,
+            cast(id + 1 as bigint) + {seed} * 100000000000 as _source_lsn,
+            timestamp'2026-01-01' + make_interval(0, 0, 0, {seed}) as _source_committed_at,
+            timestamp'2026-01-01' + make_interval(0, 0, 0, {seed}) as _loaded_at
+        from range({first}, {first + count}, 1, 2)
+    """
+
+
+def create_changes(ctx: BenchContext, name: str, rows: int, changes: int, seed: int) -> None:
+    """A CDC batch as dim_users' model hands it to the merge: 80% updates and 10% deletes of
+    existing keys spread over the whole key range, 10% new keys. Stored once, so every
+    merge of it reads the very same rows."""
+    spark = ctx.spark
+    drop_tables(spark, [name])
+    inserts = max(1, changes // 10)
+    deletes = max(1, changes // 10)
+    updates = max(1, changes - inserts - deletes)
+    existing = f"pmod(hash(id, {seed}), {rows}) + 1"
+    # hashing may draw a key twice: keep one change per key, as the model does
+    spark.sql(f"""
+        create table {name} using iceberg as
+        select {COLUMNS} from (
+            select *, row_number() over (partition by user_id order by _source_lsn desc)
+                as change_rank
+            from (
+                {user_rows_sql(0, updates, "update", seed, key_sql=existing)}
+                union all
+                {user_rows_sql(updates, deletes, "delete", seed, key_sql=existing)}
+                union all
+                {user_rows_sql(rows, inserts, "insert", seed)}
+            )
+        ) where change_rank = 1""")
+
+
+def merge_sql(target: str, source: str) -> str:
+    """What spark__get_merge_sql renders for dim_users."""
+    return f"""
+        merge into {target} as DBT_INTERNAL_DEST
+        using {source} as DBT_INTERNAL_SOURCE
+        on DBT_INTERNAL_SOURCE.user_id = DBT_INTERNAL_DEST.user_id
+        when matched and (DBT_INTERNAL_SOURCE._change_op = 'delete') then delete
+        when matched then update set *
+        when not matched and not (DBT_INTERNAL_SOURCE._change_op = 'delete') then insert *
+    """
+
+
+def read_sql(target: str) -> str:
+    """A full read of the dimension, as a join or export would do. Grouping keeps Iceberg
+    from answering it from metadata (aggregate push-down), which only works without deletes."""
+    return f"""
+        select region, count(*) as users, sum(user_level) as levels,
+               sum(hash(user_name)) as names
+        from {target} group by region
+    """

@@ -1,0 +1,100 @@
+"""Every benchmark at --smoke size inside the shared pytest SparkSession: the code keeps
+working and writes well-formed, meaningful results. Timings at this size mean nothing,
+so nothing here asserts on time."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from scripts.bench.cli import NAMES, run_all
+from scripts.bench.common import BenchContext, BenchResult
+
+
+@pytest.fixture(scope="module")
+def results(spark, data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("bench")
+    ctx = BenchContext(
+        spark=spark,
+        out=out,
+        size="smoke",
+        repeats=1,
+        target="ci",
+        work_dir=data_dir / "bench",
+        log=lambda _: None,
+    )
+    return out, {result.name: result for result in run_all(ctx, list(NAMES))}
+
+
+def rows(result: BenchResult, key: str) -> dict:
+    return {row[key]: row for row in result.table}
+
+
+def test_every_benchmark_writes_json_plot_and_summary(results):
+    out, by_name = results
+    summary = (out / "summary.md").read_text()
+    for name in NAMES:
+        document = json.loads((out / f"{name}.json").read_text())
+        assert document["name"] == name and document["table"] and document["checks"]
+        assert document["machine"]["cores"] and "1.10.2" in document["machine"]["iceberg"]
+        assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"## {name.upper()} " in summary
+        for check in by_name[name].checks:
+            assert math.isfinite(check.ratio) and check.ratio >= 0, check
+            assert check.met or check.why, f"{name}: a missed goal must say why"
+    assert summary.count("cores") >= len(NAMES)
+
+
+def test_b1_layouts_hold_the_same_rows_and_sorting_prunes_files(results):
+    b1 = results[1]["b1"]
+    layouts = rows(b1, "layout")
+    assert set(layouts) == {"as-is", "binpack", "sort", "zorder"}
+    assert b1.metrics["answers_agree"]
+    assert all(row["data files"] > 0 and row["data bytes"] > 0 for row in layouts.values())
+    assert layouts["sort"]["files 3-user"] < layouts["binpack"]["files 3-user"]
+    assert layouts["sort"]["files 1-user"] <= layouts["sort"]["files 3-user"]
+    # a day-range aggregate prunes by partition whatever the layout
+    assert layouts["sort"]["files day-range"] < layouts["sort"]["data files"]
+
+
+def test_b2_merge_on_read_writes_less_and_both_modes_agree(results):
+    b2 = results[1]["b2"]
+    assert b2.metrics["answers_agree"]
+    for row in b2.table:
+        assert row["MOR bytes"] < row["COW bytes"]
+        assert row["COW merge s"] > 0 and row["MOR read after compaction s"] > 0
+    for case in b2.metrics["cases"].values():
+        assert min(case["merge-on-read"]["delete_files_added"]) > 0
+        assert max(case["copy-on-write"]["delete_files_added"]) == 0
+
+
+def test_b3_measures_the_decision_on_healthy_tables(results):
+    b3 = results[1]["b3"]
+    healthy = [row for row in b3.table if row["healthy runs"]]
+    assert healthy  # after one small batch the models need no maintenance
+    assert all(row["decision s"] >= 0 and row["model s"] > 0 for row in healthy)
+
+
+def test_b4_replays_what_dbt_sent(results):
+    b4 = results[1]["b4"]
+    sides = rows(b4, "side")
+    assert sides["PySpark script"]["statements"] > 5
+    assert sides["dbt build"]["statements"] > sides["PySpark script"]["statements"]
+    assert all(row["wall s"] > 0 for row in b4.table)
+
+
+def test_b5_merges_one_batch_into_both_targets(results):
+    b5 = results[1]["b5"]
+    assert len(b5.table) == 2
+    assert all(row["merge s"] > 0 and row["bytes written"] > 0 for row in b5.table)
+
+
+def test_benchmarks_leave_no_tables_behind(spark, results):
+    for schema in ("bench", "ods", "dwd", "dws", "landing"):
+        if spark.sql(f"show schemas like '{schema}'").count():
+            tables = spark.sql(f"show tables in {schema}").collect()
+            tables = [r.tableName for r in tables if not r.isTemporary]
+            assert not tables, f"{schema} still holds {tables}"

@@ -1,0 +1,293 @@
+"""The same project on a Spark standalone cluster: start metastore, master, worker and Thrift
+server on loopback, `dbt build --target cluster` of every layer, prove executors on the worker
+did the work, compare every table with the same build on the local target (identical rows),
+maintain and time-travel through the Thrift server, then stop the cluster and prove no process
+and no port is left.
+
+Both builds read the landing folder of this test run (test_warehouse's three batches; landed
+here when run alone) in one go, each as a user runs it: `lakehouse dbt --target <t> build` in
+its own process. The local build gets its own data folder, so its embedded metastore is
+nobody else's; its tables are read here from their current metadata files."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+from test_warehouse import SCALE, TABLES, land
+
+from scripts.cluster import (
+    alive_workers,
+    cluster_processes,
+    master_state,
+    port_open,
+    start,
+    status,
+    stop,
+    thrift_executors,
+    thrift_query,
+)
+from scripts.spark_config import (
+    PROJECT_DIR,
+    ClusterSettings,
+    pyiceberg_catalog_properties,
+    remote_catalog_conf,
+)
+
+# Stamped at load time, so they differ between any two builds. `raw_record` of the quarantine
+# serialises the whole ODS row, its load time included: compared without that field.
+LOAD_TIME_COLUMNS = {"_loaded_at", "_max_loaded_at"}
+RAW_RECORD = 'regexp_replace(raw_record, \',?"_loaded_at":"[^"]*"\', \'\') as raw_record'
+
+
+@dataclass
+class Build:
+    returncode: int
+    seconds: float
+    output: str
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the kernel just handed out on loopback: not the defaults a developer may use."""
+    sockets = []
+    for _ in range(count):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sockets.append(sock)
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def listening_addresses(port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """Addresses with a socket listening on `port`, from the kernel's tables (no `ss` needed)."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            address, hex_port = fields[1].split(":")
+            if fields[3] != "0A" or int(hex_port, 16) != port:  # 0A: LISTEN
+                continue
+            raw = bytes.fromhex(address)  # 32-bit words in host (little-endian) order
+            found.append(
+                ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
+            )
+    return found
+
+
+def is_loopback(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
+
+
+def lakehouse_dbt(target: str, env: dict[str, str | None], work: Path, *args: str) -> Build:
+    """`lakehouse dbt --target <target> ...` as a user runs it, in its own process.
+    A variable set to None in `env` is removed from the inherited environment."""
+    merged = {
+        **os.environ,
+        **env,
+        "DBT_TARGET_PATH": str(work / "target"),  # leave the checkout's target/ alone
+        "DBT_LOG_PATH": str(work / "logs"),
+    }
+    env = {name: value for name, value in merged.items() if value is not None}
+    command = [sys.executable, "-m", "scripts.tasks", "dbt", "--target", target, *args]
+    started = time.monotonic()
+    done = subprocess.run(
+        command, cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=900
+    )
+    return Build(done.returncode, time.monotonic() - started, done.stdout + done.stderr)
+
+
+def on_cluster(cluster: ClusterSettings, landing: Path, *args: str) -> Build:
+    """`lakehouse dbt --target cluster ...`: a Thrift client, no JVM in that process."""
+    env: dict[str, str | None] = {**cluster.to_env(), "LAKEHOUSE_LANDING_DIR": str(landing)}
+    return lakehouse_dbt("cluster", env, cluster.root, *args)
+
+
+def current_metadata(warehouse: Path, name: str) -> Path:
+    schema, table = name.split(".")
+    files = sorted((warehouse / f"{schema}.db" / table / "metadata").glob("*.metadata.json"))
+    assert files, f"{name} has no metadata under {warehouse}"
+    return files[-1]  # NNNNN-<uuid>.metadata.json: the highest version is the current one
+
+
+def comparable(frame):
+    """The rows without load-time values, as a DataFrame."""
+    columns = [c for c in frame.columns if c not in LOAD_TIME_COLUMNS]
+    return frame.selectExpr(*[RAW_RECORD if c == "raw_record" else c for c in columns])
+
+
+def digest(columns: list[str]) -> list[str]:
+    """Row count and an order-independent content hash, as select expressions."""
+    return ["count(*)", f"coalesce(sum(hash({', '.join(columns)})), 0)"]
+
+
+# -- fixtures ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def landing(data_dir) -> Path:
+    """This run's landing folder: test_warehouse's batches, or the same ones landed here."""
+    land(data_dir, SCALE.batches)  # leaves batches already landed untouched
+    return data_dir / "landing"
+
+
+@pytest.fixture(scope="module")
+def local_build(tmp_path_factory, landing) -> dict[str, Path]:
+    """A full build on the local target from the same landing folder, in its own data folder.
+    Returns each table's current metadata file."""
+    root = tmp_path_factory.mktemp("local")
+    env: dict[str, str | None] = {
+        "LAKEHOUSE_DATA_DIR": str(root),
+        "LAKEHOUSE_LANDING_DIR": str(landing),
+        "LAKEHOUSE_DRIVER_MEMORY": "1g",
+        # never this session's metastore: embedded Derby admits one process
+        "LAKEHOUSE_WAREHOUSE_DIR": None,
+        "LAKEHOUSE_METASTORE_DIR": None,
+    }
+    build = lakehouse_dbt("local", env, root, "build")
+    print(f"dbt build --target local: {build.seconds:.1f} s wall")
+    assert build.returncode == 0, build.output[-4000:]
+    return {name: current_metadata(root / "warehouse", name) for name in TABLES}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, local_build) -> Iterator[ClusterSettings]:
+    """A cluster of this test run only: its own folder, metastore and free loopback ports."""
+    names = ["metastore", "master", "master_webui", "worker", "worker_webui", "thrift", "thrift_ui"]
+    ports = dict(zip([f"{n}_port" for n in names], free_ports(len(names)), strict=True))
+    settings = replace(ClusterSettings.from_env(), root=tmp_path_factory.mktemp("cluster"), **ports)
+    start(settings, log=print)
+    try:
+        yield settings
+    finally:
+        stop(settings, log=print)
+        assert cluster_processes(settings) == [], "a process of the cluster outlived stop"
+
+
+@pytest.fixture(scope="module")
+def cluster_build(cluster, landing) -> Build:
+    """One `dbt build --target cluster` of every layer from the same landing folder."""
+    build = on_cluster(cluster, landing, "build")
+    print(f"dbt build --target cluster: {build.seconds:.1f} s wall")
+    assert build.returncode == 0, build.output[-4000:]
+    return build
+
+
+@pytest.fixture(scope="module")
+def local(spark, local_build):
+    """name -> the local build's table as a DataFrame of this session."""
+    return lambda name: spark.read.format("iceberg").load(str(local_build[name]))
+
+
+@pytest.fixture(scope="module")
+def remote(spark, cluster) -> str:
+    """The cluster's catalog, registered in pytest's own session as catalog `cluster`."""
+    for key, value in remote_catalog_conf("cluster", cluster).items():
+        spark.conf.set(key, value)
+    return "cluster"
+
+
+# -- tests -------------------------------------------------------------------------------------
+
+
+def test_every_component_binds_loopback_and_reports_ready(cluster):
+    health = {h.component: h for h in status(cluster)}
+    assert all(h.ok for h in health.values()), health
+    workers = alive_workers(cluster)
+    assert len(workers) == 1 and workers[0]["host"] == "127.0.0.1"
+    for port in cluster.ports().values():
+        bound = listening_addresses(port)
+        assert bound and all(is_loopback(address) for address in bound), (port, bound)
+
+
+def test_build_of_every_layer_ran_on_the_workers_executors(cluster, cluster_build):
+    assert "Completed successfully" in cluster_build.output
+    assert "ERROR=0" in cluster_build.output
+    executors = [e for e in thrift_executors(cluster) if e["id"] != "driver"]
+    assert executors, "the Thrift server's application has no executor"
+    assert sum(e["completedTasks"] for e in executors) > 0
+    assert all(e["hostPort"].startswith("127.0.0.1:") for e in executors)
+    apps = master_state(cluster)["activeapps"]
+    assert [a["name"] for a in apps] == ["lakehouse-thrift-server"]
+    # the worker's own record of the executor it launched for that application
+    work = cluster.run / "work" / apps[0]["id"]
+    assert any(work.glob("*/stderr")), f"no executor folder under {work}"
+
+
+def test_every_table_is_identical_to_the_local_target(spark, local, remote, cluster_build):
+    for name in TABLES:
+        here, there = comparable(local(name)), comparable(spark.table(f"{remote}.{name}"))
+        assert here.columns == there.columns, name
+        rows = here.count()
+        assert rows > 0 and there.count() == rows, (name, rows, there.count())
+        assert here.exceptAll(there).count() == 0, f"{name}: rows only in the local target"
+        assert there.exceptAll(here).count() == 0, f"{name}: rows only on the cluster"
+
+
+def test_pyiceberg_sees_the_same_catalog(local, cluster, cluster_build):
+    from pyiceberg.catalog import load_catalog
+
+    catalog = load_catalog("cluster", **pyiceberg_catalog_properties(cluster))
+    assert {("ods",), ("dwd",), ("dws",)} <= set(catalog.list_namespaces())
+    users = catalog.load_table("dwd.dim_users")  # merge-on-read: reads its position deletes
+    assert users.scan().to_arrow().num_rows == local("dwd.dim_users").count()
+
+
+def test_maintenance_through_the_cluster(local, cluster, cluster_build, landing):
+    name = "ods.ods_client__events"
+    files_before = thrift_query(cluster, f"select count(*) from {name}.data_files")[0][0]
+    assert files_before >= 2, "the build wrote one file per executor task"
+    policy = {"table": name, "policy": {"rewrite_data_files": {"min_small_files": 2}}}
+    args = ["run-operation", "iceberg_maintain_table", "--args", json.dumps(policy)]
+    run = on_cluster(cluster, landing, *args)
+    assert run.returncode == 0, run.output[-3000:]
+    assert f"maintenance {name}: data files {files_before} -> 1" in run.output
+    assert thrift_query(cluster, f"select count(*) from {name}.data_files") == [(1,)]
+    latest = thrift_query(
+        cluster, f"select operation from {name}.snapshots order by committed_at desc limit 1"
+    )
+    assert latest == [("replace",)]
+    rows = thrift_query(cluster, f"select count(*) from {name}")[0][0]
+    assert rows == local(name).count()
+
+
+def test_time_travel_through_the_cluster(local, cluster, cluster_build):
+    """Delete through the cluster, then read the snapshot before it: it must hold exactly the
+    local target's rows, and the current one exactly those minus the deleted ones."""
+    name = "dwd.dim_users"
+    columns = [c for c in local(name).columns if c not in LOAD_TIME_COLUMNS]
+    expected_before = tuple(local(name).selectExpr(*digest(columns)).first())
+    expected_after = tuple(
+        local(name).where("user_id % 5 != 0").selectExpr(*digest(columns)).first()
+    )
+    assert expected_before[0] > expected_after[0] > 0
+    before = thrift_query(
+        cluster, f"select snapshot_id from {name}.snapshots order by committed_at desc limit 1"
+    )[0][0]
+    thrift_query(cluster, f"delete from {name} where user_id % 5 = 0")
+    select = f"select {', '.join(digest(columns))} from {name}"
+    assert tuple(thrift_query(cluster, select)[0]) == expected_after
+    assert tuple(thrift_query(cluster, f"{select} version as of {before}")[0]) == expected_before
+    latest = thrift_query(
+        cluster,
+        f"select snapshot_id, operation from {name}.snapshots order by committed_at desc limit 1",
+    )[0]
+    assert latest[0] != before and latest[1] in {"delete", "overwrite"}
+
+
+def test_stop_leaves_no_process_and_no_port(cluster):
+    stop(cluster, log=print)
+    assert cluster_processes(cluster) == []
+    assert not any(port_open(cluster.host, port) for port in cluster.ports().values())
+    assert not any(h.ok for h in status(cluster) if h.component != "stragglers")
