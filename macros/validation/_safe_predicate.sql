@@ -7,8 +7,6 @@
     function calls such as reflect) fails compilation with the macro, the argument and the
     offending token. Returns the predicate unchanged. -#}
 {% macro _safe_predicate(predicate, macro_name, argument) %}
-    {%- set keywords = ['and', 'or', 'not', 'in', 'is', 'null', 'between', 'like', 'true', 'false',
-                        'date', 'timestamp', 'interval', 'current_date', 'current_timestamp'] -%}
     {#- pure functions that filters use; reflect/java_method and the like stay out -#}
     {%- set functions = ['coalesce', 'lower', 'upper', 'trim', 'to_date', 'to_timestamp',
                          'date_add', 'date_sub', 'add_months', 'current_date', 'current_timestamp'] -%}

@@ -51,10 +51,20 @@ def dbt(spark: SparkSession):
     os.environ.update(dbt_env("ci"))
     os.chdir(PROJECT_DIR)
 
-    def invoke(args: list[str], expect_success: bool = True) -> DbtRun:
+    def invoke(
+        args: list[str], expect_success: bool = True, landing: Path | None = None
+    ) -> DbtRun:
+        """`landing`: read another landing folder for this run only (with var schema_prefix,
+        a build of its own beside the warehouse tests' tables)."""
         messages: list[str] = []
         runner = dbtRunner(callbacks=[lambda event: messages.append(str(event.info.msg))])
-        outcome = runner.invoke([*args, "--target", "ci"])
+        saved = os.environ["LAKEHOUSE_LANDING_DIR"]
+        if landing is not None:
+            os.environ["LAKEHOUSE_LANDING_DIR"] = str(landing)
+        try:
+            outcome = runner.invoke([*args, "--target", "ci"])
+        finally:
+            os.environ["LAKEHOUSE_LANDING_DIR"] = saved
         run = DbtRun(outcome.success, outcome.result, "\n".join(messages))
         if expect_success and not run.success:
             raise AssertionError(f"dbt {' '.join(args)} failed:\n{run.log[-3000:]}")

@@ -8,7 +8,6 @@ the test run's SparkSession and metastore without touching the warehouse tests' 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -151,40 +150,34 @@ def land(landing: Path, folder: str, batch: int, cases: list) -> None:
 def build(spark, dbt, data_dir: Path):
     """Land batch 1, build; land batch 2, build. Returns the table states after each."""
     landing = data_dir / "bad_input_landing"
-    saved = os.environ["LAKEHOUSE_LANDING_DIR"]
-    os.environ["LAKEHOUSE_LANDING_DIR"] = str(landing)
     states = {}
-    try:
-        for batch, (events, users, videos) in {
-            1: (EVENTS_1, USERS_1, VIDEOS_1),
-            2: (EVENTS_2, USERS_2, []),
-        }.items():
-            land(landing, "client_events", batch, events)
-            land(landing, "appdb_users", batch, users)
-            land(landing, "appdb_videos", batch, videos)
-            dbt(["build", "--vars", json.dumps({"schema_prefix": PREFIX})])
-            states[batch] = {
-                "events": {
-                    r.kafka_offset: r
-                    for r in spark.sql(f"select * from {PREFIX}dwd.dwd_client__events").collect()
-                },
-                "rejected": spark.sql(
-                    f"select * from {PREFIX}dwd.dwd_quarantine__rejected_records"
-                ).collect(),
-                "dim_users": {
-                    r.user_id: r
-                    for r in spark.sql(f"select * from {PREFIX}dwd.dim_users").collect()
-                },
-                "dim_videos": {
-                    r.video_id for r in spark.sql(f"select * from {PREFIX}dwd.dim_videos").collect()
-                },
-                "ods_rows": {
-                    folder: spark.sql(f"select count(*) from {PREFIX}ods.{ods}").first()[0]
-                    for folder, (ods, _) in SOURCES.items()
-                },
-            }
-    finally:
-        os.environ["LAKEHOUSE_LANDING_DIR"] = saved
+    for batch, (events, users, videos) in {
+        1: (EVENTS_1, USERS_1, VIDEOS_1),
+        2: (EVENTS_2, USERS_2, []),
+    }.items():
+        land(landing, "client_events", batch, events)
+        land(landing, "appdb_users", batch, users)
+        land(landing, "appdb_videos", batch, videos)
+        dbt(["build", "--vars", json.dumps({"schema_prefix": PREFIX})], landing=landing)
+        states[batch] = {
+            "events": {
+                r.kafka_offset: r
+                for r in spark.sql(f"select * from {PREFIX}dwd.dwd_client__events").collect()
+            },
+            "rejected": spark.sql(
+                f"select * from {PREFIX}dwd.dwd_quarantine__rejected_records"
+            ).collect(),
+            "dim_users": {
+                r.user_id: r for r in spark.sql(f"select * from {PREFIX}dwd.dim_users").collect()
+            },
+            "dim_videos": {
+                r.video_id for r in spark.sql(f"select * from {PREFIX}dwd.dim_videos").collect()
+            },
+            "ods_rows": {
+                folder: spark.sql(f"select count(*) from {PREFIX}ods.{ods}").first()[0]
+                for folder, (ods, _) in SOURCES.items()
+            },
+        }
     return states
 
 

@@ -59,11 +59,7 @@ def change_batches(rng: random.Random, truth: dict[int, str]) -> list[list[tuple
         changes += [(k, "D", None) for k in keys[30:]]
         changes += [(next_id + i, "I", f"i{batch}-{next_id + i}") for i in range(10)]
         next_id += 10
-        for key, op, value in changes:
-            if op == "D":
-                live.pop(key)
-            else:
-                live[key] = value
+        apply(live, changes)
         batches.append(changes)
     return batches
 
@@ -185,8 +181,12 @@ def run_interleaving(spark, dbt, seed: int) -> Outcome:
         wrong = [(k, v, actual.get(k)) for k, v in expected.items() if actual.get(k) != v][:10]
         (PROJECT_DIR / "results" / f"concurrency-failure-{seed}.txt").write_text(
             "\n".join(
-                [f"steps {steps} outcome {outcome}", f"duplicates {duplicates[:10]}",
-                 f"wrong {wrong}", *map(str, history)]
+                [
+                    f"steps {steps} outcome {outcome}",
+                    f"duplicates {duplicates[:10]}",
+                    f"wrong {wrong}",
+                    *map(str, history),
+                ]
             )
         )
         return outcome

@@ -143,12 +143,8 @@ def crashed(spark, dbt, tmp_path_factory) -> dict:
     facts["nightly_log"] = [line for line in rerun.lines if "maintenance " in line]
 
     # the uninterrupted reference: same landing data, one build in this session
-    saved = os.environ["LAKEHOUSE_LANDING_DIR"]
-    os.environ["LAKEHOUSE_LANDING_DIR"] = str(data_dir / "landing")
-    try:
-        dbt(["build", "--vars", json.dumps({"schema_prefix": REFERENCE_PREFIX})])
-    finally:
-        os.environ["LAKEHOUSE_LANDING_DIR"] = saved
+    prefix = json.dumps({"schema_prefix": REFERENCE_PREFIX})
+    dbt(["build", "--vars", prefix], landing=data_dir / "landing")
 
     # the crashed process's tables, read here through their own metadata
     spark.sql(f"create schema if not exists {REGISTERED}")

@@ -27,8 +27,8 @@ def compile_error(dbt, expression: str) -> str:
     return result.log
 
 
-def maintain(dbt, table: str, policy: dict, partitioned: bool = False) -> None:
-    dbt(
+def maintain(dbt, table: str, policy: dict, partitioned: bool = False):
+    return dbt(
         [
             "run-operation",
             "iceberg_maintain_table",
@@ -336,14 +336,7 @@ def test_a_writer_racing_the_compaction_costs_one_group_reported_as_conflict(spa
     }
     writer = threading.Thread(target=concurrent_writer)
     writer.start()
-    run = dbt(
-        [
-            "run-operation",
-            "iceberg_maintain_table",
-            "--args",
-            json.dumps({"table": table, "policy": policy, "partitioned": True}),
-        ]
-    )
+    run = maintain(dbt, table, policy, partitioned=True)
     writer.join(timeout=300)
     assert removed, "the concurrent writer never committed"
     line = next(m for m in run.log.splitlines() if m.startswith(f"maintenance {table}: data files"))
@@ -361,14 +354,7 @@ def test_a_writer_racing_the_compaction_costs_one_group_reported_as_conflict(spa
     losers = {int(path.split("/part=")[1].split("/")[0]) for path in removed}
     assert 0 not in losers and all(files_per_partition[part] == 5 for part in losers)
 
-    retry = dbt(
-        [
-            "run-operation",
-            "iceberg_maintain_table",
-            "--args",
-            json.dumps({"table": table, "policy": policy, "partitioned": True}),
-        ]
-    )
+    retry = maintain(dbt, table, policy, partitioned=True)
     assert "CONFLICT" not in retry.log
     assert count(spark, f"select count(*) from {table}.data_files") == 4
     assert count(spark, f"select count(*) from {table}") == expected_rows
