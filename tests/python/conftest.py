@@ -22,7 +22,8 @@ class DbtRun:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Cluster tests last: they compare with the tables the other modules built."""
+    """Cluster tests last: they reuse the landing folder test_warehouse fills batch by batch
+    (landing it first would hand test_warehouse's first build every batch at once)."""
     items.sort(key=lambda item: item.path.name == "test_cluster.py")
 
 

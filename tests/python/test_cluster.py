@@ -43,10 +43,8 @@ from scripts.spark_config import (
     remote_catalog_conf,
 )
 
-# Stamped at load time, so they differ between any two builds. `raw_record` of the quarantine
-# serialises the whole ODS row, its load time included: compared without that field.
+# Stamped at load time, so they differ between any two builds.
 LOAD_TIME_COLUMNS = {"_loaded_at", "_max_loaded_at"}
-RAW_RECORD = 'regexp_replace(raw_record, \',?"_loaded_at":"[^"]*"\', \'\') as raw_record'
 
 
 @dataclass
@@ -124,7 +122,7 @@ def current_metadata(warehouse: Path, name: str) -> Path:
 def comparable(frame):
     """The rows without load-time values, as a DataFrame."""
     columns = [c for c in frame.columns if c not in LOAD_TIME_COLUMNS]
-    return frame.selectExpr(*[RAW_RECORD if c == "raw_record" else c for c in columns])
+    return frame.select(*columns)
 
 
 def digest(columns: list[str]) -> list[str]:
