@@ -24,6 +24,8 @@ import matplotlib
 matplotlib.use("Agg")  # no screen here or in CI
 from pyspark.sql import SparkSession
 
+from scripts.iceberg_java import IcebergTable
+
 SIZES = ("smoke", "medium", "full")
 SCHEMA = "bench"  # scratch tables of B1, B2 and B5; dropped with PURGE when done
 
@@ -112,7 +114,7 @@ def drop_tables(spark: SparkSession, names: list[str]) -> None:
 
 def snapshot_id(spark: SparkSession, table: str) -> int:
     """The table's current snapshot (after a rollback: not the newest one)."""
-    loaded = iceberg_table(spark, table)
+    loaded = IcebergTable(spark, table).load()
     loaded.refresh()
     return int(loaded.currentSnapshot().snapshotId())
 
@@ -133,12 +135,6 @@ def bytes_written(summary: dict[str, str]) -> int:
     return int(summary.get("added-files-size", 0))
 
 
-def iceberg_table(spark: SparkSession, name: str) -> Any:
-    return spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-        spark._jsparkSession, name
-    )
-
-
 def expressions(spark: SparkSession) -> Any:
     return spark._jvm.org.apache.iceberg.expressions.Expressions
 
@@ -148,7 +144,7 @@ def planned_files(
 ) -> dict[str, int]:
     """Data files Iceberg's scan planning keeps for a filter (partition and min/max pruning),
     as {path: bytes}: what a query with that filter opens."""
-    scan = iceberg_table(spark, table).newScan().useSnapshot(snapshot)
+    scan = IcebergTable(spark, table).load().newScan().useSnapshot(snapshot)
     if row_filter is not None:
         scan = scan.filter(row_filter)
     tasks = scan.planFiles()
