@@ -38,7 +38,6 @@ from scripts.spark_config import (
     PROJECT_DIR,
     ClusterSettings,
     cluster_spark_conf,
-    iceberg_runtime_jar,
     metastore_conf,
     pyiceberg_catalog_properties,
 )
@@ -229,7 +228,7 @@ def _command(component: str, cluster: ClusterSettings) -> list[str]:
         str(bin_dir / "spark-submit"),
         *("--master", cluster.master_url),
         *("--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"),
-        *("--driver-class-path", str(iceberg_runtime_jar())),
+        *("--driver-class-path", conf["spark.driver.extraClassPath"]),
     ]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]

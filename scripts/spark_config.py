@@ -23,6 +23,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import ClassVar
 
+from scripts.java_helpers import helper_jar
+from scripts.landing import normalize
+
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 LOG4J_CONFIG = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
@@ -38,7 +41,7 @@ class DataPaths:
     root: Path
     warehouse: Path
     metastore: Path
-    landing: Path
+    landing: str  # a URI (s3a://, hdfs://, file://) kept as given, or an absolute path
 
     @classmethod
     def for_target(cls, target: str) -> DataPaths:
@@ -52,7 +55,7 @@ class DataPaths:
             root=root,
             warehouse=pick("LAKEHOUSE_WAREHOUSE_DIR", root / "warehouse"),
             metastore=pick("LAKEHOUSE_METASTORE_DIR", root / "metastore"),
-            landing=pick("LAKEHOUSE_LANDING_DIR", root / "landing"),
+            landing=normalize(os.environ.get("LAKEHOUSE_LANDING_DIR", root / "landing")),
         )
 
 
@@ -97,7 +100,7 @@ def spark_conf(target: str = "local") -> dict[str, str]:
     return {
         "spark.master": os.environ.get("LAKEHOUSE_SPARK_MASTER", MASTERS[target]),
         "spark.app.name": f"lakehouse-{target}",
-        "spark.jars": str(iceberg_runtime_jar()),
+        "spark.jars": f"{iceberg_runtime_jar()},{helper_jar()}",
         **iceberg_catalog_conf(),
         "spark.sql.warehouse.dir": str(paths.warehouse),
         # A path-based catalog for the verification scripts' scratch tables: no metastore,
@@ -220,7 +223,7 @@ def metastore_conf(cluster: ClusterSettings) -> dict[str, str]:
 
 def cluster_spark_conf(cluster: ClusterSettings) -> dict[str, str]:
     """Every Spark setting of the Thrift server submitted to the standalone cluster."""
-    jar = str(iceberg_runtime_jar())
+    jar = f"{iceberg_runtime_jar()}:{helper_jar()}"
     java_options = f"{cluster.marker} -Duser.timezone=UTC"
     return {
         "spark.master": cluster.master_url,

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from scripts.generate_landing import LandingGenerator, Scale
+from scripts.landing import split_lines
 
 SCALE = Scale(users=400, videos=120, events_per_batch=1_500, batches=3, min_changes_per_batch=15)
 SEED = 11
@@ -43,7 +44,7 @@ def land(data_dir: Path, batches: int) -> None:
 def landed_events(data_dir: Path) -> pd.DataFrame:
     records = []
     for path in sorted((data_dir / "landing" / "client_events").glob("batch=*/*.jsonl")):
-        for line in path.read_text().splitlines():
+        for line in split_lines(path.read_text()):
             try:
                 records.append(json.loads(line))
             except ValueError:
@@ -141,7 +142,9 @@ def checksums(spark) -> dict[str, tuple[int, int]]:
     result = {}
     for name in TABLES:
         frame = spark.table(name)
-        columns = [c for c in frame.columns if c not in ("_loaded_at", "_max_loaded_at")]
+        columns = [
+            c for c in frame.columns if c not in ("_loaded_at", "_max_loaded_at", "_load_id")
+        ]
         row = frame.selectExpr("count(*)", f"coalesce(sum(hash({', '.join(columns)})), 0)").first()
         result[name] = (row[0], row[1])
     return result
