@@ -185,6 +185,14 @@ class TestIncrementalOnSchemaChange(BaseIncrementalOnSchemaChange):
     def project_config_update(self):
         return {"models": {"+incremental_strategy": "merge", "+unique_key": "id"}}
 
+    @pytest.mark.xfail(
+        strict=True,
+        reason="sync_all_columns raises for Iceberg in dbt-spark (dbt-adapters #467); "
+        "project issue #15 brings schema evolution",
+    )
+    def test_run_incremental_sync_all_columns(self, project):
+        super().test_run_incremental_sync_all_columns(project)
+
 
 class TestMergeExcludeColumns(BaseMergeExcludeColumns):
     pass
