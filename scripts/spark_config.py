@@ -110,6 +110,10 @@ def spark_conf(target: str = "local") -> dict[str, str]:
         "spark.sql.catalog.verify.warehouse": str(paths.root / "verify"),
         "spark.sql.catalog.verify.cache-enabled": "false",  # Java-API commits must be seen
         "spark.hadoop.javax.jdo.option.ConnectionURL": metastore_url,
+        # Iceberg's own metastore client checks the schema version that Spark's Hive client
+        # never records: a fresh process whose first statement reads a metadata table
+        # (`db.t.snapshots`) failed with "Version information not found in metastore".
+        "spark.hadoop.hive.metastore.schema.verification": "false",
         "spark.driver.extraJavaOptions": java_options,
         "spark.driver.memory": os.environ.get("LAKEHOUSE_DRIVER_MEMORY", "4g"),
         "spark.driver.host": "127.0.0.1",

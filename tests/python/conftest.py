@@ -13,6 +13,10 @@ from pyspark.sql import SparkSession
 
 from scripts.spark_config import PROJECT_DIR, dbt_env
 
+# dbt-tests-adapter's fixtures (project, adapter, unique_schema, ...) for
+# test_dbt_adapter_suite.py; they do nothing unless a test asks for them.
+pytest_plugins = ["dbt.tests.fixtures.project"]
+
 
 @dataclass
 class DbtRun:
@@ -52,9 +56,7 @@ def dbt(spark: SparkSession):
     os.environ.update(dbt_env("ci"))
     os.chdir(PROJECT_DIR)
 
-    def invoke(
-        args: list[str], expect_success: bool = True, landing: Path | None = None
-    ) -> DbtRun:
+    def invoke(args: list[str], expect_success: bool = True, landing: Path | None = None) -> DbtRun:
         """`landing`: read another landing folder for this run only (with var schema_prefix,
         a build of its own beside the warehouse tests' tables)."""
         messages: list[str] = []
