@@ -50,7 +50,9 @@ def helper_jar() -> Path:
         classes = Path(scratch) / "classes"
         command = [_tool("javac"), "--release", "8", "-nowarn", "-cp", classpath]
         command += ["-d", str(classes)]
-        subprocess.run([*command, *map(str, sources)], check=True, capture_output=True, text=True)
+        compiled = subprocess.run([*command, *map(str, sources)], capture_output=True, text=True)
+        if compiled.returncode != 0:
+            raise RuntimeError(f"compiling {SOURCES} failed:\n{compiled.stderr}")
         built = Path(scratch) / JAR_NAME
         subprocess.run([_tool("jar"), "cf", str(built), "-C", str(classes), "."], check=True)
         os.replace(built, jar)  # atomic: concurrent sessions never see half a jar

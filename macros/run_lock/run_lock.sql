@@ -27,18 +27,34 @@
         "create table if not exists " ~ lock ~ " using iceberg"
         ~ " tblproperties ('format-version' = '2', 'write.merge.isolation-level' = 'serializable')"
         ~ " as select 'warehouse' as lock_name, cast(null as string) as holder,"
-        ~ " cast(0 as bigint) as load_id, cast(null as timestamp) as acquired_at,"
-        ~ " cast(null as timestamp) as expires_at") -%}
+        ~ " cast(null as string) as holder_process, cast(0 as bigint) as load_id,"
+        ~ " cast(null as timestamp) as acquired_at, cast(null as timestamp) as expires_at") -%}
+    {#- reflect() may not stand in a MERGE condition: ask first, compare as literals -#}
+    {%- set process = run_query(
+        "select reflect('lakehouse.RunProcess', 'id'), holder,"
+        ~ " cast(reflect('lakehouse.RunProcess', 'isGone', holder_process) as boolean)"
+        ~ " from " ~ lock ~ " where lock_name = 'warehouse'").rows[0] -%}
+    {%- set dead_holder = process[1] if process[2] else none -%}
     {%- set merge -%}
         merge into {{ lock }} as held
         using (select 'warehouse' as lock_name) as request
         on held.lock_name = request.lock_name
-        when matched and (held.holder is null or held.expires_at < current_timestamp()) then update set
+        when matched and (
+            held.holder is null
+            or held.expires_at < current_timestamp()
+            {%- if dead_holder %}
+            or held.holder = '{{ dead_holder }}'  -- its process is gone (and nobody took over since)
+            {%- endif %}
+        ) then update set
             holder = '{{ invocation_id }}',
+            holder_process = '{{ process[0] }}',
             load_id = held.load_id + 1,
             acquired_at = current_timestamp(),
             expires_at = current_timestamp() + make_interval(0, 0, 0, 0, 0, {{ ttl }})
     {%- endset -%}
+    {%- if dead_holder -%}
+        {{ log("run lock: the holder " ~ dead_holder ~ " died on this host; taking over", info=true) }}
+    {%- endif -%}
     {%- do run_query(merge) -%}
     {%- set held = _run_lock_state() -%}
     {%- if held.holder != invocation_id -%}

@@ -1,5 +1,7 @@
 package lakehouse;
 
+import java.io.File;
+import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 
@@ -8,13 +10,15 @@ import java.net.UnknownHostException;
  * the run lock records id() of the JVM that took it ("pid@host"); a later run on the same
  * host may take over a lock whose process no longer exists (a run killed with SIGKILL)
  * instead of waiting for the lease to end. On another host, or on a long-lived Thrift
- * server, nothing can be known: isGone() answers false and the lease decides.
+ * server, nothing can be known: isGone() answers false and the lease decides. Java 8
+ * compatible (Spark 3.5 clusters may run it): liveness is read from /proc where it exists.
  */
 public final class RunProcess {
   private RunProcess() {}
 
   public static String id() {
-    return ProcessHandleCompat.pid() + "@" + host();
+    String name = ManagementFactory.getRuntimeMXBean().getName(); // "pid@hostname"
+    return name.substring(0, name.indexOf('@')) + "@" + host();
   }
 
   /** True only when the holder ran on this host and its process no longer exists. */
@@ -22,11 +26,9 @@ public final class RunProcess {
     if (holder == null) return false;
     int at = holder.indexOf('@');
     if (at < 1 || !holder.substring(at + 1).equals(host())) return false;
-    try {
-      return !ProcessHandleCompat.isAlive(Long.parseLong(holder.substring(0, at)));
-    } catch (NumberFormatException e) {
-      return false;
-    }
+    String pid = holder.substring(0, at);
+    if (!pid.matches("[0-9]+") || !new File("/proc/self").exists()) return false;
+    return !new File("/proc/" + pid).exists();
   }
 
   private static String host() {
