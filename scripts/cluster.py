@@ -279,6 +279,17 @@ def _wait(
     return time.monotonic() - started
 
 
+def start_metastore(cluster: ClusterSettings) -> subprocess.Popen[bytes]:
+    """Only the metastore service (for embedded sessions in several processes to share one
+    catalog: LAKEHOUSE_METASTORE_URI); stop it by killing its process group."""
+    for folder in (cluster.logs, cluster.run, cluster.warehouse, cluster.metastore):
+        folder.mkdir(parents=True, exist_ok=True)
+    process = _launch("metastore", cluster)
+    log = _log(cluster, "metastore")
+    _wait("metastore", lambda: _ready("metastore", cluster), START_TIMEOUT_S, process, log)
+    return process
+
+
 def start(cluster: ClusterSettings, log: Callable[[str], None] = print) -> dict[str, int]:
     """Start every component in order, each only once the previous one is ready."""
     if any(h.ok for h in status(cluster) if h.component != "stragglers"):

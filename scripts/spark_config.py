@@ -88,6 +88,16 @@ def iceberg_catalog_conf(catalog: str = "spark_catalog") -> dict[str, str]:
     }
 
 
+def metastore_location(embedded_url: str) -> dict[str, str]:
+    """The embedded Derby metastore (one process at a time), or, when LAKEHOUSE_METASTORE_URI
+    names a Hive Metastore service (`lakehouse-cluster`'s, or a team's), that service: then
+    several processes share one catalog, as overlapping scheduled runs do."""
+    uri = os.environ.get("LAKEHOUSE_METASTORE_URI")
+    if not uri:
+        return {"spark.hadoop.javax.jdo.option.ConnectionURL": embedded_url}
+    return {"spark.sql.catalog.spark_catalog.uri": uri, "spark.hadoop.hive.metastore.uris": uri}
+
+
 def spark_conf(target: str = "local") -> dict[str, str]:
     """Every Spark setting of an embedded target, as strings."""
     if target not in MASTERS:
@@ -109,7 +119,7 @@ def spark_conf(target: str = "local") -> dict[str, str]:
         "spark.sql.catalog.verify.type": "hadoop",
         "spark.sql.catalog.verify.warehouse": str(paths.root / "verify"),
         "spark.sql.catalog.verify.cache-enabled": "false",  # Java-API commits must be seen
-        "spark.hadoop.javax.jdo.option.ConnectionURL": metastore_url,
+        **metastore_location(metastore_url),
         # Iceberg's own metastore client checks the schema version that Spark's Hive client
         # never records: a fresh process whose first statement reads a metadata table
         # (`db.t.snapshots`) failed with "Version information not found in metastore".
