@@ -15,6 +15,7 @@ macros/landing/). A line is what lies between two "\\n" (a final newline ends th
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -22,8 +23,7 @@ from pyarrow import fs as pafs
 
 MARKER = "_SUCCESS"
 LOCAL_SCHEMES = {"", "file"}
-# Hadoop's names for object stores that pyarrow knows under another scheme
-PYARROW_SCHEMES = {"s3a": "s3", "s3n": "s3"}
+S3_SCHEMES = {"s3", "s3a", "s3n"}  # Hadoop's names for S3, all one store to pyarrow
 
 
 def is_uri(location: str) -> bool:
@@ -48,8 +48,11 @@ def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
     parsed = urlparse(location)
     if not is_uri(location) or parsed.scheme in LOCAL_SCHEMES:
         return pafs.LocalFileSystem(), str(Path(parsed.path if is_uri(location) else location))
-    scheme = PYARROW_SCHEMES.get(parsed.scheme, parsed.scheme)
-    return pafs.FileSystem.from_uri(location.replace(f"{parsed.scheme}://", f"{scheme}://", 1))
+    if parsed.scheme in S3_SCHEMES:
+        # a region given up front: from_uri would ask AWS for the bucket's region
+        region = os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+        return pafs.S3FileSystem(region=region), parsed.netloc + parsed.path.rstrip("/")
+    return pafs.FileSystem.from_uri(location)  # hdfs:// and the rest: connects here
 
 
 class LandingZone:
