@@ -3,14 +3,14 @@
     Runs on every `on-run-start`, so new batch folders are seen by the run that follows. -#}
 {% macro register_landing_sources() %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
-    {%- set landing_dir = env_var('LAKEHOUSE_LANDING_DIR') -%}
+    {%- set landing_root = landing_dir() -%}
     {%- set statements = [] -%}
     {%- for node in graph.sources.values() if node.meta.get('landing_folder') -%}
         {%- if not node.columns -%}
             {{ exceptions.raise_compiler_error(
                 "landing source " ~ node.source_name ~ "." ~ node.name ~ " declares no columns") }}
         {%- endif -%}
-        {%- set location = landing_dir ~ '/' ~ node.meta['landing_folder'] -%}
+        {%- set location = landing_root ~ '/' ~ node.meta['landing_folder'] -%}
         {%- do statements.append('create schema if not exists ' ~ node.schema) -%}
         {%- set ddl -%}
             create table if not exists {{ node.schema }}.{{ node.identifier }} (
@@ -29,5 +29,5 @@
     {%- for statement in statements -%}
         {%- do run_query(statement) -%}
     {%- endfor -%}
-    {{ log("registered " ~ (statements | length // 3) ~ " landing sources under " ~ landing_dir, info=true) }}
+    {{ log("registered " ~ (statements | length // 3) ~ " landing sources under " ~ landing_root, info=true) }}
 {% endmacro %}
