@@ -28,6 +28,8 @@ from scripts.landing import normalize
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+# A project setting carried in the Spark conf: the landing_dir() macro reads it back.
+LANDING_DIR_KEY = "spark.lakehouse.landing_dir"
 LOG4J_CONFIG = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
 
 # Embedded targets run Spark in this process; "cluster" goes through a Thrift server.
@@ -113,6 +115,8 @@ def spark_conf(target: str = "local") -> dict[str, str]:
         "spark.jars": f"{iceberg_runtime_jar()},{helper_jar()}",
         **iceberg_catalog_conf(),
         "spark.sql.warehouse.dir": str(paths.warehouse),
+        # Not Spark's: the landing zone, read by the landing_dir() macro (plain dbt included).
+        LANDING_DIR_KEY: str(paths.landing),
         # A path-based catalog for the verification scripts' scratch tables: no metastore,
         # and pyiceberg reads its tables straight from their metadata files.
         "spark.sql.catalog.verify": "org.apache.iceberg.spark.SparkCatalog",
@@ -246,6 +250,8 @@ def cluster_spark_conf(cluster: ClusterSettings) -> dict[str, str]:
         "spark.sql.catalog.spark_catalog.uri": cluster.metastore_uri,
         "spark.hadoop.hive.metastore.uris": cluster.metastore_uri,
         "spark.sql.warehouse.dir": str(cluster.warehouse),
+        # The server reads the landing files from the same local path as the local target.
+        LANDING_DIR_KEY: str(DataPaths.for_target("local").landing),
         # `--jars` alone fails (NoClassDefFoundError: org/apache/iceberg/spark/PathIdentifier):
         # the runtime must be on the driver's and the executors' system class path.
         "spark.driver.extraClassPath": jar,

@@ -1,5 +1,5 @@
 {#- Registers every source whose `meta.landing_folder` is set as an unmanaged table over that
-    folder of the landing zone (LAKEHOUSE_LANDING_DIR, a URI or a path, passed on unchanged):
+    folder of the landing zone (landing_dir(): a URI or a path, passed on unchanged):
       landing_format 'text'        one row per file: its whole text (ODS splits it into lines,
                                    so every landed line is kept raw, fields declared or not);
       landing_format 'binaryFile'  one row per file: path, size, modification time, without
@@ -8,7 +8,7 @@
     was registered is dropped (metadata only: the files stay) and registered again. -#}
 {% macro register_landing_sources() %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
-    {%- set landing_dir = env_var('LAKEHOUSE_LANDING_DIR') -%}
+    {%- set landing_root = landing_dir() -%}
     {%- set options = {
         'text': "wholetext 'true', recursiveFileLookup 'true'",
         'binaryFile': "recursiveFileLookup 'true'",
@@ -21,7 +21,7 @@
                 "landing source " ~ node.source_name ~ "." ~ node.name ~ ": landing_format must be one of "
                 ~ (options.keys() | list) ~ ", got " ~ format) }}
         {%- endif -%}
-        {%- set location = landing_dir.rstrip('/') ~ '/' ~ node.meta['landing_folder'] -%}
+        {%- set location = landing_root.rstrip('/') ~ '/' ~ node.meta['landing_folder'] -%}
         {%- set ddl = "using " ~ format ~ " options (" ~ options[format] ~ ") location '" ~ location ~ "'" -%}
         {%- set fingerprint = local_md5(ddl) -%}
         {%- set table = node.schema ~ '.' ~ node.identifier -%}
@@ -35,7 +35,7 @@
         {#- a long-lived session caches file listings; new files must be visible -#}
         {%- do run_query('refresh table ' ~ table) -%}
     {%- endfor -%}
-    {{ log("landing zone " ~ landing_dir ~ (": registered " ~ (registered | join(', ')) if registered else ": sources up to date"), info=true) }}
+    {{ log("landing zone " ~ landing_root ~ (": registered " ~ (registered | join(', ')) if registered else ": sources up to date"), info=true) }}
 {% endmacro %}
 
 {#- The registration fingerprint a landing table carries, or none when it does not exist -#}
