@@ -81,6 +81,12 @@
         "update " ~ lock ~ " set holder = null, expires_at = current_timestamp()"
         ~ " where lock_name = 'warehouse' and holder = '" ~ owner ~ "'") -%}
     {{ log("run lock: released by invocation " ~ owner, info=true) }}
+    {#- two commits a run: keep the lock table's history short (every 50th load) -#}
+    {%- set load_id = run_query("select load_id from " ~ lock ~ " where lock_name = 'warehouse'").rows[0][0] -%}
+    {%- if load_id % 50 == 0 -%}
+        {%- do run_query("call " ~ (lock.database or 'spark_catalog') ~ ".system.expire_snapshots(table => '"
+            ~ lock.schema ~ "." ~ lock.identifier ~ "', older_than => current_timestamp(), retain_last => 10)") -%}
+    {%- endif -%}
 {% endmacro %}
 
 {#- The load id of this run, as a literal: what ODS stamps on every row it writes -#}
