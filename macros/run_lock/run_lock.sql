@@ -85,7 +85,8 @@
     {%- set load_id = run_query("select load_id from " ~ lock ~ " where lock_name = 'warehouse'").rows[0][0] -%}
     {%- if load_id % 50 == 0 -%}
         {%- do run_query("call " ~ (lock.database or 'spark_catalog') ~ ".system.expire_snapshots(table => '"
-            ~ lock.schema ~ "." ~ lock.identifier ~ "', older_than => current_timestamp(), retain_last => 10)") -%}
+            ~ lock.schema ~ "." ~ lock.identifier ~ "', older_than => timestamp'"
+            ~ modules.datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M:%S') ~ "', retain_last => 10)") -%}
     {%- endif -%}
 {% endmacro %}
 
