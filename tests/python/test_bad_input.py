@@ -261,3 +261,17 @@ def test_accepted_values_are_typed_not_nulled(build):
     events = build[2]["events"]
     assert events[15].user_id == 2 and events[15].watch_ms == 1500
     assert events[13].region is None and events[12].region == "cn"
+
+
+def test_fields_no_source_declares_stay_raw_and_are_reported(spark, build):
+    """An upstream field added before the yml declares it is kept in ODS's raw line and
+    listed as schema drift with its line count, ready to be surfaced by a model change."""
+    drift = {
+        (r.source_table, r.field_name): r.line_count
+        for r in spark.sql(f"select * from {PREFIX}ods.ods_landing__undeclared_fields").collect()
+    }
+    assert drift == {("client_events", "ab_test_group"): 1, ("appdb_users", "vip"): 1}
+    raw = spark.sql(f"""
+        select get_json_object(_raw_line, '$.ab_test_group') from {PREFIX}ods.ods_client__events
+        where get_json_object(_raw_line, '$._kafka_offset') = '12'""").first()[0]
+    assert raw == "B"

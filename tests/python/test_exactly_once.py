@@ -269,3 +269,19 @@ def test_two_overlapping_builds_load_every_file_once(spark, tmp_path_factory):
     finally:
         os.killpg(service.pid, signal.SIGKILL)
         service.wait(timeout=60)
+
+
+def test_landing_registration_follows_the_configured_location(spark, warehouse, tmp_path):
+    """A landing table whose location changed is registered again (not kept by
+    `create table if not exists`), and back."""
+
+    def location() -> str:
+        rows = spark.sql(f"describe table extended {PREFIX}landing.client_events").collect()
+        return next(r.data_type for r in rows if r.col_name == "Location")
+
+    assert location() == f"file:{warehouse.landing}/client_events"
+    operation = ["run-operation", "register_landing_sources", "--vars", warehouse.vars]
+    warehouse._dbt(operation, landing=tmp_path / "moved")
+    assert location() == f"file:{tmp_path}/moved/client_events"
+    warehouse.dbt(operation)
+    assert location() == f"file:{warehouse.landing}/client_events"
