@@ -4,11 +4,11 @@
     values. A delete or before-image whose other fields do not cast is still applied: the
     user is deleted whatever their old `level` held.
     Expects the typed columns `op`, `<key_column>`, `source_lsn`, `is_unparseable`,
-    `delivery_rank`, and the reasons `invalid_arrival_reason` and `invalid_value_reason`. -#}
+    `_is_redelivery`, and the reasons `invalid_arrival_reason` and `invalid_value_reason`. -#}
 {% macro changelog_reject_reason(key_column) %}
     case
         when is_unparseable then 'unparseable_record'
-        when delivery_rank > 1 then 'redelivered_record'
+        when _is_redelivery then 'redelivered_record'
         when coalesce(op, '') not in ('+I', '-U', '+U', '-D') then 'unknown_change_op'
         when {{ key_column }} is null then 'missing_key'
         when source_lsn is null then 'invalid_source_lsn'

@@ -1,10 +1,14 @@
 {#- The body of every ODS model: each landed line of the files this run may load (see
     landing_files_to_load), kept raw, with where it came from and which load brought it.
     A line is what lies between two newlines; a final newline ends the last line. Fields are
-    parsed below ODS (landed_record), so a field no model declares yet is still here. -#}
+    parsed below ODS (landed_record), so a field no model declares yet is still here.
+    Only the source identity (Kafka partition and offset) is typed here, once, to mark a
+    record delivered again: `_is_redelivery` when an earlier load, or an earlier file or line
+    of this load, holds the same identity (a connector restart re-sends offsets). -#}
 {% macro ods_landed_lines(source_name, table_name) %}
 {%- set landing = source(source_name, table_name) -%}
 {%- set files = landing_files_to_load(source_name, table_name) -%}
+{%- set first_new_offsets = _first_new_offsets(landing, files) -%}
 with landed_files as (
     select
         _metadata.file_path as _source_file,
@@ -24,16 +28,92 @@ lines as (
     lateral view posexplode(
         if(file_text = '', cast(array() as array<string>), split(file_text, '\n'))
     ) line as pos, text
-)
+),
+
+identified as (
+    select
+        lines.*,
+        {{ _source_identity() }},
+        row_number() over (
+            partition by {{ _source_identity(typed=false) }}
+            order by _source_file asc, _source_line asc
+        ) as delivery_rank
+    from lines
+){% if is_incremental() %},
+
+delivered_before as (
+    -- offsets only grow within a partition: history below this load's first new offset
+    -- cannot hold them, and Iceberg skips those files by their offset bounds
+    select distinct _source_partition, _source_offset from {{ this }}
+    where {{ _offsets_from(first_new_offsets) }}
+){% endif %}
 
 select
-    _raw_line,
-    _source_file,
-    _source_line,
-    _file_size,
-    _file_modified_at,
-    nullif(regexp_extract(_source_file, 'batch=([0-9]+)/[^/]+$', 1), '') as _batch_id,
+    identified._raw_line,
+    identified._source_file,
+    identified._source_line,
+    identified._file_size,
+    identified._file_modified_at,
+    nullif(regexp_extract(identified._source_file, 'batch=([0-9]+)/[^/]+$', 1), '') as _batch_id,
+    identified._source_partition,
+    identified._source_offset,
+    coalesce(
+        identified._source_partition is not null
+        and identified._source_offset is not null
+        and (
+            identified.delivery_rank > 1
+            {%- if is_incremental() %} or delivered_before._source_offset is not null{% endif %}
+        ),
+        false
+    ) as _is_redelivery,
     cast({{ current_load_id() }} as bigint) as _load_id,
     current_timestamp() as _loaded_at
-from lines
+from identified
+{%- if is_incremental() %}
+left join delivered_before
+    on
+        identified._source_partition = delivered_before._source_partition
+        and identified._source_offset = delivered_before._source_offset
+{%- endif %}
 {%- endmacro %}
+
+{#- The source identity of a landed line, typed: its Kafka partition and offset -#}
+{% macro _source_identity(typed=true) %}
+    {%- if typed -%}
+        try_cast(get_json_object(_raw_line, '$._kafka_partition') as int) as _source_partition,
+        try_cast(get_json_object(_raw_line, '$._kafka_offset') as bigint) as _source_offset
+    {%- else -%}
+        try_cast(get_json_object(_raw_line, '$._kafka_partition') as int),
+        try_cast(get_json_object(_raw_line, '$._kafka_offset') as bigint)
+    {%- endif -%}
+{% endmacro %}
+
+{#- Per Kafka partition, the lowest offset among the lines of the files to load, read from
+    those files only (before the model's SQL runs): [[partition, offset], ...] -#}
+{% macro _first_new_offsets(landing, files) %}
+    {%- if not execute or not files or not is_incremental() -%}{{ return([]) }}{%- endif -%}
+    {%- set query -%}
+        select partition, min(offset) from (
+            select
+                try_cast(get_json_object(line, '$._kafka_partition') as int) as partition,
+                try_cast(get_json_object(line, '$._kafka_offset') as bigint) as offset
+            from {{ landing }}
+            lateral view explode(split(value, '\n')) lines as line
+            where {{ landing_file_filter('_metadata.file_path', files) }}
+        )
+        where partition is not null and offset is not null
+        group by partition
+    {%- endset -%}
+    {{ return(run_query(query).rows | map('list') | list) }}
+{% endmacro %}
+
+{% macro _offsets_from(first_offsets) %}
+    {%- if not first_offsets -%}false{%- else -%}
+        (
+            {%- for partition, offset in first_offsets %}
+            (_source_partition = {{ partition }} and _source_offset >= {{ offset }})
+            {{- ' or' if not loop.last }}
+            {%- endfor %}
+        )
+    {%- endif -%}
+{% endmacro %}

@@ -8,6 +8,8 @@
 {#- One row per client event: valid, typed, first delivery only. Appends new ODS loads;
     a re-sent event (same event_id) that is already here is not appended again (it goes to
     the quarantine as duplicate_event_id; a re-delivered record never gets this far). -#}
+{%- set window = new_events_window(ref('ods_client__events')) %}
+
 with valid_events as (
     select * from {{ ref('dwd_client__events_checked') }}
     where
@@ -32,7 +34,11 @@ new_events as (
     select first_deliveries.*
     from first_deliveries
     {% if is_incremental() -%}
-        left anti join {{ this }} as loaded
+        -- an earlier copy can only lie in the days a new event can have: read just those
+        left anti join (
+            select event_id from {{ this }}
+            where {{ in_events_window(window) }}
+        ) as loaded
             on first_deliveries.event_id = loaded.event_id
     {%- endif %}
     where first_deliveries.event_rank = 1

@@ -34,24 +34,18 @@ typed as (
         _raw_line as raw_record,
         _source_file,
         _source_line,
+        _is_redelivery,
         _batch_id,
         _load_id,
         _loaded_at
     from ods
-),
-
-ranked as (
-    select
-        *,
-        {{ redelivery_rank() }} as delivery_rank
-    from typed
 )
 
 select
     *,
     case
         when is_unparseable then 'unparseable_record'
-        when delivery_rank > 1 then 'redelivered_record'
+        when _is_redelivery then 'redelivered_record'
         when event_id is null then 'missing_event_id'
         when user_id is null then 'invalid_user_id'
         when video_id is null then 'invalid_video_id'
@@ -69,4 +63,4 @@ select
         when event_at < ingested_at - make_interval(0, 0, 0, {{ var('max_event_lateness_days') }})
             then 'event_at_too_old'
     end as reject_reason
-from ranked
+from typed

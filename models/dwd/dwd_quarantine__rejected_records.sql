@@ -3,6 +3,10 @@
 {#- Every landed record that did not make it into DWD, with the reason. Together with the
     DWD tables this accounts for every ODS row: landed = accepted + rejected. Each source
     has its own load-id watermark. -#}
+{%- set window = new_events_window(
+    ref('ods_client__events'), target_filter="source_table = 'client_events'"
+) %}
+
 with client_events_new as (
     select * from {{ ref('dwd_client__events_checked') }}
     where {{ loaded_since_last_run(target_filter="source_table = 'client_events'") }}
@@ -25,7 +29,10 @@ resent_events as (
         client_events_new.*,
         'duplicate_event_id' as duplicate_reason
     from client_events_new
-    inner join {{ ref('dwd_client__events') }} as accepted
+    inner join (
+        select * from {{ ref('dwd_client__events') }}
+        where {{ in_events_window(window) }}
+    ) as accepted
         on client_events_new.event_id = accepted.event_id
     where
         client_events_new.reject_reason is null

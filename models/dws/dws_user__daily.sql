@@ -2,18 +2,12 @@
 
 {#- Per user and day: activity and engagement. Recomputes only the days touched by newly
     loaded events and overwrites exactly those day partitions. -#}
-with events as (
+{%- set days = touched_event_days(ref('dwd_client__events')) %}
+
+with day_events as (
+    -- the touched days as literal ranges of the partition source: Iceberg reads only them
     select * from {{ ref('dwd_client__events') }}
-),
-
-touched_days as (
-    select distinct event_date from events
-    where {{ loaded_since_last_run(target_column='_max_load_id') }}
-),
-
-day_events as (
-    select * from events
-    where event_date in (select touched_days.event_date from touched_days)
+    where {{ event_days_filter(days) }}
 )
 
 select

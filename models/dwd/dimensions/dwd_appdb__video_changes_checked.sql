@@ -34,20 +34,14 @@ typed as (
         _raw_line as raw_record,
         _source_file,
         _source_line,
+        _is_redelivery,
         _batch_id,
         _load_id,
         _loaded_at
     from ods
-),
-
-ranked as (
-    select
-        *,
-        {{ redelivery_rank() }} as delivery_rank
-    from typed
 )
 
 select
     *,
     {{ changelog_reject_reason('video_id') }} as reject_reason
-from ranked
+from typed

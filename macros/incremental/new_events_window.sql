@@ -1,0 +1,32 @@
+{#- The event_at range in which a newly loaded client event can be accepted, as literals
+    (lower, upper), resolved before the model runs: DWD rejects events older than
+    max_event_lateness_days or further ahead than max_clock_skew_hours of their arrival, so
+    an accepted new event, and any earlier copy of it, lies between the new loads' earliest
+    arrival minus the lateness and their latest arrival plus the skew. Deduplication reads
+    only those day partitions of the detail table. None on a first build; (none, none) when
+    nothing new arrived. The arrival time is read from the raw line as DWD parses it. -#}
+{% macro new_events_window(ods_relation, target_column='_load_id', target_filter=none) %}
+    {%- if not execute or not is_incremental() or model.resource_type == 'unit_test' -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set query -%}
+        select
+            cast(min(arrived_at) - make_interval(0, 0, 0, {{ var('max_event_lateness_days') }}) as string),
+            cast(max(arrived_at) + make_interval(0, 0, 0, 0, {{ var('max_clock_skew_hours') }}) as string)
+        from (
+            select try_cast(get_json_object(_raw_line, '$._ingested_at') as timestamp) as arrived_at
+            from {{ ods_relation }}
+            where {{ loaded_since_last_run(target_column=target_column, target_filter=target_filter) }}
+        )
+    {%- endset -%}
+    {%- set row = run_query(query).rows[0] -%}
+    {{ return((row[0], row[1])) }}
+{% endmacro %}
+
+{#- `column` within a new_events_window(): `true` without a window, `false` when empty -#}
+{% macro in_events_window(window, column='event_at') %}
+    {%- if window is none -%}true
+    {%- elif window[0] is none -%}false
+    {%- else -%}{{ column }} between timestamp'{{ window[0] }}' and timestamp'{{ window[1] }}'
+    {%- endif -%}
+{% endmacro %}

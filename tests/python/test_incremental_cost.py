@@ -1,0 +1,132 @@
+"""Cost follows the batch: what each incremental model reads, proven with Iceberg's own scan
+metrics (files planned after pruning), not with timings.
+
+A warehouse of its own (var schema_prefix) is built from two batches; then a third batch
+is loaded into ODS only. Each model's SQL, compiled by dbt with its watermark and touched
+days resolved to literals, is run here and the files its scans planned are counted:
+  - with no new data, no upstream data file is read;
+  - with one new load, the event detail reads only the ODS files of that load and, to
+    deduplicate, only the detail's day partitions a new event can fall in;
+  - DWS reads only the detail's partitions of the days the new events touched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from scripts.generate_landing import LandingGenerator, Scale
+
+PREFIX = "cost_"
+SEED = 41
+SCALE = Scale(users=200, videos=60, events_per_batch=600, batches=2, min_changes_per_batch=8)
+INCREMENTAL_MODELS = ["dwd_client__events", "dws_video__daily", "dws_user__daily"]
+
+
+def scanned_files(spark, sql: str) -> Counter:
+    """Run `sql` and return, per Iceberg table, the data files its scans planned (Iceberg's
+    resultDataFiles metric, after partition and column-metrics pruning)."""
+    spark.conf.set("spark.sql.adaptive.enabled", "false")  # a plain plan to walk
+    try:
+        frame = spark.sql(sql)
+        frame.collect()
+        plan = frame._jdf.queryExecution().executedPlan()
+    finally:
+        spark.conf.unset("spark.sql.adaptive.enabled")
+    files: Counter = Counter()
+    pending = [plan]
+    while pending:
+        node = pending.pop()
+        children = node.children()
+        pending += [children.apply(i) for i in range(children.size())]
+        if node.nodeName().startswith("BatchScan"):
+            metric = node.metrics().get("resultDataFiles")
+            table = node.nodeName().removeprefix("BatchScan ").strip()
+            files[table] += int(metric.get().value()) if metric.isDefined() else 0
+    return files
+
+
+def data_files(spark, table: str, where: str = "true") -> int:
+    return spark.sql(f"select count(*) from {table}.files where content = 0 and {where}").first()[0]
+
+
+class CostWarehouse:
+    def __init__(self, root: Path, dbt) -> None:
+        self.root, self._dbt = root, dbt
+        self.vars = json.dumps({"schema_prefix": PREFIX})
+
+    def land(self, batches: int) -> None:
+        scale = Scale(**{**SCALE.__dict__, "batches": batches})
+        LandingGenerator(self.root, SEED, scale).run(log=lambda _: None)
+
+    def dbt(self, *args: str):
+        return self._dbt([*args, "--vars", self.vars], landing=self.root / "landing")
+
+    def compiled(self, model: str) -> str:
+        """The model's SELECT as dbt renders it now (watermarks resolved as literals)."""
+        run = self.dbt("compile", "--select", model)
+        (result,) = run.result.results
+        return result.node.compiled_code
+
+
+@pytest.fixture(scope="module")
+def warehouse(dbt, data_dir) -> CostWarehouse:
+    built = CostWarehouse(data_dir / "cost", dbt)
+    built.land(SCALE.batches)
+    built.dbt("build", "--exclude", "resource_type:test")
+    return built
+
+
+@pytest.mark.parametrize("model", INCREMENTAL_MODELS)
+def test_a_run_without_new_data_reads_no_upstream_file(spark, warehouse, model):
+    sql = warehouse.compiled(model)
+    scans = scanned_files(spark, sql)
+    upstream = {table: n for table, n in scans.items() if model not in table}
+    assert sum(upstream.values()) == 0, (model, scans, sql[:2000])
+
+
+def test_a_new_load_is_read_alone_and_deduplicated_within_its_days(spark, warehouse):
+    ods, detail = f"spark_catalog.{PREFIX}ods.ods_client__events", f"{PREFIX}dwd.dwd_client__events"
+    ods_files_before = data_files(spark, ods)
+    warehouse.land(SCALE.batches + 1)
+    warehouse.dbt("run", "--select", "path:models/ods")
+    new_load = spark.sql(f"select max(_load_id) from {ods}").first()[0]
+    new_files = data_files(spark, ods) - ods_files_before
+    assert new_files > 0
+
+    scans = scanned_files(spark, warehouse.compiled("dwd_client__events"))
+    assert scans[ods] == new_files, scans  # the new load's files, none of the history
+    # the event days a new event may have (its arrival - lateness .. + skew), and no others
+    days = spark.sql(f"""
+        select min(to_date(arrived - make_interval(0, 0, 0, 30))),
+               max(to_date(arrived + make_interval(0, 0, 0, 0, 24)))
+        from (select try_cast(get_json_object(_raw_line, '$._ingested_at') as timestamp) arrived
+              from {ods} where _load_id = {new_load})""").first()
+    in_window = data_files(
+        spark,
+        f"spark_catalog.{detail}",
+        f"partition.event_at_day between date'{days[0]}' and date'{days[1]}'",
+    )
+    assert 0 < scans[f"spark_catalog.{detail}"] <= in_window, (scans, in_window)
+    assert data_files(spark, f"spark_catalog.{detail}") > in_window, "every day is in the window"
+
+
+def test_dws_reads_only_the_partitions_of_the_touched_days(spark, warehouse):
+    detail = f"spark_catalog.{PREFIX}dwd.dwd_client__events"
+    warehouse.dbt("run", "--select", "dwd_client__events")
+    new_load = spark.sql(f"select max(_load_id) from {detail}").first()[0]
+    touched = [
+        row[0]
+        for row in spark.sql(
+            f"select distinct event_date from {detail} where _load_id = {new_load}"
+        ).collect()
+    ]
+    day_list = ", ".join(f"date'{day}'" for day in touched)
+    touched_files = data_files(spark, detail, f"partition.event_at_day in ({day_list})")
+    for model in ("dws_video__daily", "dws_user__daily"):
+        scans = scanned_files(spark, warehouse.compiled(model))
+        assert scans[detail] == touched_files, (model, scans, touched_files)
+    assert data_files(spark, detail) > touched_files, "the new events touch every day"
