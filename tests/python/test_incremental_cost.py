@@ -22,7 +22,17 @@ from scripts.generate_landing import LandingGenerator, Scale
 
 PREFIX = "cost_"
 SEED = 41
-SCALE = Scale(users=200, videos=60, events_per_batch=600, batches=2, min_changes_per_batch=8)
+# Twelve days per batch and a three-day lateness allowance: the history spans more days than
+# a new load's events can have, so bounded reads are visible as files not read.
+SCALE = Scale(
+    users=200,
+    videos=60,
+    events_per_batch=600,
+    batches=2,
+    min_changes_per_batch=8,
+    days_per_batch=12,
+)
+LATENESS_DAYS = 3
 INCREMENTAL_MODELS = ["dwd_client__events", "dws_video__daily", "dws_user__daily"]
 
 
@@ -56,7 +66,7 @@ def data_files(spark, table: str, where: str = "true") -> int:
 class CostWarehouse:
     def __init__(self, root: Path, dbt) -> None:
         self.root, self._dbt = root, dbt
-        self.vars = json.dumps({"schema_prefix": PREFIX})
+        self.vars = json.dumps({"schema_prefix": PREFIX, "max_event_lateness_days": LATENESS_DAYS})
 
     def land(self, batches: int) -> None:
         scale = Scale(**{**SCALE.__dict__, "batches": batches})
@@ -68,8 +78,8 @@ class CostWarehouse:
     def compiled(self, model: str) -> str:
         """The model's SELECT as dbt renders it now (watermarks resolved as literals)."""
         run = self.dbt("compile", "--select", model)
-        (result,) = run.result.results
-        return result.node.compiled_code
+        (node,) = [r.node for r in run.result.results if getattr(r.node, "name", None) == model]
+        return node.compiled_code
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +111,7 @@ def test_a_new_load_is_read_alone_and_deduplicated_within_its_days(spark, wareho
     assert scans[ods] == new_files, scans  # the new load's files, none of the history
     # the event days a new event may have (its arrival - lateness .. + skew), and no others
     days = spark.sql(f"""
-        select min(to_date(arrived - make_interval(0, 0, 0, 30))),
+        select min(to_date(arrived - make_interval(0, 0, 0, {LATENESS_DAYS}))),
                max(to_date(arrived + make_interval(0, 0, 0, 0, 24)))
         from (select try_cast(get_json_object(_raw_line, '$._ingested_at') as timestamp) arrived
               from {ods} where _load_id = {new_load})""").first()
