@@ -108,6 +108,9 @@ class Workload:
         """dbt in this process, on this session, with its own target and log folders."""
         from dbt.cli.main import dbtRunner
 
+        from scripts.dbt_try_execute import install
+
+        install()  # as `lakehouse dbt` does
         outcome = DbtOutcome(success=False, seconds=0.0)
         pending: list[str] = []
 

@@ -49,12 +49,13 @@ def dbt(spark: SparkSession):
     """Run dbt in this process on the shared session: dbt(["build"]) -> DbtRun."""
     from dbt.cli.main import dbtRunner
 
+    from scripts.dbt_try_execute import install
+
+    install()  # as `lakehouse dbt` does: maintenance errors warn instead of failing
     os.environ.update(dbt_env("ci"))
     os.chdir(PROJECT_DIR)
 
-    def invoke(
-        args: list[str], expect_success: bool = True, landing: Path | None = None
-    ) -> DbtRun:
+    def invoke(args: list[str], expect_success: bool = True, landing: Path | None = None) -> DbtRun:
         """`landing`: read another landing folder for this run only (with var schema_prefix,
         a build of its own beside the warehouse tests' tables)."""
         messages: list[str] = []

@@ -264,6 +264,7 @@ def test_maintenance_post_hooks_compact_and_expire(spark, dbt, built):
         "snapshot_retention_hours": 0,
         "min_snapshot_window_hours": 0,
         "snapshot_retain_last": 1,
+        "snapshot_expiry_slack_hours": 0,
     }
     dbt(["run", "--select", "ods_client__events", "--vars", json.dumps(vars_)])
     files_after = spark.sql(f"select count(*) from {name}.data_files").first()[0]
