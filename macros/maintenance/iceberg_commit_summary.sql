@@ -28,11 +28,13 @@
                 as oldest_snapshot_age_hours,
             count_if(committed_at < timestamp '{{ expire_before.strftime('%Y-%m-%d %H:%M:%S') }}') as snapshots_before_cutoff,
             count_if(unix_millis(committed_at) > {{ checked_ms }}) as snapshots_since_check,
-            {#- an append adds its files over changed-partition-count partitions, so one
-                partition gains at most added - changed + 1; other operations: all added -#}
+            {#- an append (or a dynamic partition overwrite, which replaces exactly the
+                partitions it writes) adds its files over changed-partition-count partitions,
+                so one partition gains at most added - changed + 1; other operations: all added -#}
             coalesce(sum(case
                 when unix_millis(committed_at) <= {{ checked_ms }} then 0
-                when operation = 'append' then greatest(cast(summary['added-data-files'] as bigint)
+                when operation = 'append' or summary['replace-partitions'] = 'true'
+                    then greatest(cast(summary['added-data-files'] as bigint)
                     - coalesce(cast(summary['changed-partition-count'] as bigint), 1) + 1, 0)
                 else coalesce(cast(summary['added-data-files'] as bigint), 0)
             end), 0) as partition_files_added_bound,
