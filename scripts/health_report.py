@@ -16,6 +16,7 @@ import html
 import json
 import sys
 from datetime import UTC, datetime
+from math import nan
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +137,8 @@ def plot(health: dict[str, dict[str, Any]], path: Path) -> None:
         for name, label in zip(names, short, strict=True):
             runs = health[name].get("maintenance_runs") or []
             if runs:
-                axes[2, 0].plot([r["data_files_after"] for r in runs], marker="o", label=label)
+                files = [nan if (n := r["data_files_after"]) is None else n for r in runs]
+                axes[2, 0].plot(files, marker="o", label=label)
                 axes[2, 1].plot([r["decision_seconds"] for r in runs], marker=".", label=label)
         axes[2, 0].set_title("data files after maintenance, per run (maintenance log)")
         axes[2, 1].set_title("decision seconds, per run (maintenance log)")
