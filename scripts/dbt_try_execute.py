@@ -6,7 +6,8 @@ try/except and no dbt-spark adapter method returns a failed statement's error, s
 this a failed `CALL` fails the model and skips its children although its data is in. The
 maintenance macros use `try_execute` when it is there (`on_maintenance_error: warn` then
 warns and records the error) and fall back to `run_query` (the error fails the model) when
-dbt runs without it, e.g. a plain `dbt` outside `lakehouse dbt`, pytest and `bench`.
+it is not. The project's dbt plugin (scripts/dbt_plugin.py, so plain `dbt` too), `lakehouse
+dbt`, pytest and `bench` install it.
 """
 
 from __future__ import annotations

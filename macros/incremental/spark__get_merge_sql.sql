@@ -5,11 +5,14 @@
       - deletes the matched target row when the predicate holds,
       - updates it otherwise,
       - inserts unmatched rows unless they are deletes (a delete of an unknown key is a no-op).
-    Without `merge_delete_when` the SQL is dbt-spark's own, so other models are unaffected. -#}
+    Without `merge_delete_when` the SQL is dbt-spark's own, so other models are unaffected:
+    `dbt.` names the adapter's internal macros (dbt-spark's included), where this override,
+    a root-project macro, is not found again. (`dbt_spark.` does not resolve: dbt exposes an
+    adapter plugin's macros only through the `dbt` namespace.) -#}
 {% macro spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}
     {%- set delete_when = config.get('merge_delete_when') -%}
     {%- if not delete_when -%}
-        {{ return(dbt_spark.spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates)) }}
+        {{ return(dbt.spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates)) }}
     {%- endif -%}
     {#- rendered twice into the MERGE below: only a plain predicate may pass -#}
     {%- do _safe_predicate(delete_when, 'spark__get_merge_sql', 'merge_delete_when') -%}

@@ -1,12 +1,14 @@
 {#- Nightly maintenance outside `dbt run`:
         dbt run-operation iceberg_maintain_all
         dbt run-operation iceberg_maintain_all --args '{select: [dim_users, dim_videos]}'
+        dbt run-operation iceberg_maintain_all --args '{remove_orphans: false}'
     Applies each Iceberg model's own policy with a full health read (the same triggers as
     its post-hook, without the cheap gate) and, because it runs nightly, also the steps too
-    slow for every run (orphan-file removal). Then maintains the maintenance log itself.
+    slow for every run (orphan-file removal, unless remove_orphans is false:
+    docs/running-dbt.md schedules that one weekly). Then maintains the maintenance log itself.
     A failing table warns and the others still run; the operation fails at the end if a
     table whose `on_maintenance_error` is `fail` failed. -#}
-{% macro iceberg_maintain_all(select=none) %}
+{% macro iceberg_maintain_all(select=none, remove_orphans=true) %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set wanted = none if select is none else ([select] if select is string else select) -%}
     {%- set failed = [] -%}
@@ -19,7 +21,9 @@
             {{ log("maintenance " ~ node.schema ~ "." ~ node.alias ~ ": not built yet, skipped", info=true) }}
         {%- else -%}
             {%- set on_error = node.config.get('on_maintenance_error') or var('on_maintenance_error', 'warn') -%}
-            {%- set run = iceberg_maintain(relation, node.config.get('maintenance') or {}, node.config.get('tblproperties') or {},
+            {%- set policy = dict(node.config.get('maintenance') or {}) -%}
+            {%- if not remove_orphans -%}{%- do policy.pop('remove_orphan_files', none) -%}{%- endif -%}
+            {%- set run = iceberg_maintain(relation, policy, node.config.get('tblproperties') or {},
                                            nightly=true, on_error='warn', trigger='nightly') -%}
             {%- if run.outcome.errors and on_error == 'fail' -%}
                 {%- do failed.append(relation ~ ': ' ~ (run.outcome.errors | join('; '))) -%}

@@ -8,7 +8,7 @@
     step's settings (none: leaves the step out), e.g.
         --vars '{maintenance_overrides: {dim_users: {rewrite_data_files: {min_small_files: 2}}}}' -#}
 {% macro iceberg_maintenance(relation=this) %}
-    {%- if not execute -%}{{ return('') }}{%- endif -%}
+    {%- if not execute or config.get('materialized') == 'view' -%}{{ return('') }}{%- endif -%}
     {%- set policy = dict(config.get('maintenance') or {}) -%}
     {%- set overrides = (var('maintenance_overrides', {}) or {}).get(model.name) or {} -%}
     {%- for step, settings in overrides.items() -%}

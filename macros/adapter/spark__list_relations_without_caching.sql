@@ -1,0 +1,21 @@
+{#- Project override of dbt-spark 1.11's relation listing: tell dbt which tables are Iceberg.
+
+    With Iceberg's SparkSessionCatalog, `show table extended` answers through Spark's v1 Hive
+    path and reports an Iceberg table as `Provider: hive` (its `Table Properties` hold
+    `table_type=ICEBERG`). dbt-spark reads the format from `Provider: ...`, so every Iceberg
+    table looked like a plain Hive table: a snapshot's second run refused it ("is in another
+    format than 'delta' or 'iceberg' or 'hudi'", dbt-adapters #489) and a table model's full
+    refresh dropped it instead of replacing it. Here the provider line of such a table says
+    iceberg; the rows are otherwise Spark's own (dbt-spark reads 4 columns per row). -#}
+{% macro spark__list_relations_without_caching(relation) %}
+    {%- set tables = dbt.spark__list_relations_without_caching(relation) -%}
+    {%- set rows = [] -%}
+    {%- for row in tables -%}
+        {%- set information = row[3] -%}
+        {%- if 'table_type=ICEBERG' in information -%}
+            {%- set information = information | replace('Provider: hive', 'Provider: iceberg') -%}
+        {%- endif -%}
+        {%- do rows.append([row[0], row[1], row[2], information]) -%}
+    {%- endfor -%}
+    {{ return(rows) }}
+{% endmacro %}
