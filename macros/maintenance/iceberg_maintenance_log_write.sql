@@ -18,6 +18,11 @@
             {%- endfor %}
         )
     {%- endset -%}
+    {%- if adapter.try_execute is not defined -%}
+        {#- without try_execute a failed insert would raise: create the table first -#}
+        {%- do run_query('create schema if not exists ' ~ relation.schema) -%}
+        {%- do run_query(iceberg_maintenance_log_ddl(relation)) -%}
+    {%- endif -%}
     {%- set written = _maintenance_execute(insert) -%}
     {%- if written.error and ('TABLE_OR_VIEW_NOT_FOUND' in written.error or 'SCHEMA_NOT_FOUND' in written.error) -%}
         {%- set created = _maintenance_execute('create schema if not exists ' ~ relation.schema) -%}
