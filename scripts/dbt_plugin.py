@@ -57,6 +57,9 @@ def prepare(command: str | None, target: str) -> None:
     """Everything dbt needs in this process before it connects to `target`."""
     if command not in CONNECTING_COMMANDS:
         return
+    from scripts.dbt_try_execute import install
+
+    install()  # maintenance warns instead of failing a model whose data committed
     if target == "cluster":
         from scripts.pyhive_compat import patch_pyhive
 

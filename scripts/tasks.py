@@ -71,6 +71,9 @@ def run_dbt(target: str, args: list[str]) -> int:
     os.chdir(PROJECT_DIR)
     from dbt.cli.main import dbtRunner
 
+    from scripts.dbt_try_execute import install
+
+    install()  # maintenance warns instead of failing a committed model (see the module)
     if target != "cluster":
         from scripts.session import get_spark
 

@@ -2,12 +2,16 @@
         dbt run-operation iceberg_maintain_all
         dbt run-operation iceberg_maintain_all --args '{select: [dim_users, dim_videos]}'
         dbt run-operation iceberg_maintain_all --args '{remove_orphans: false}'
-    Applies each Iceberg model's own policy (the same decisions as its post-hook) and, unless
-    remove_orphans is false, also the step too slow for every run (orphan-file removal):
-    docs/running-dbt.md schedules that one weekly. -#}
+    Applies each Iceberg model's own policy with a full health read (the same triggers as
+    its post-hook, without the cheap gate) and, because it runs nightly, also the steps too
+    slow for every run (orphan-file removal, unless remove_orphans is false:
+    docs/running-dbt.md schedules that one weekly). Then maintains the maintenance log itself.
+    A failing table warns and the others still run; the operation fails at the end if a
+    table whose `on_maintenance_error` is `fail` failed. -#}
 {% macro iceberg_maintain_all(select=none, remove_orphans=true) %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set wanted = none if select is none else ([select] if select is string else select) -%}
+    {%- set failed = [] -%}
     {%- for node in graph.nodes.values()
           if node.resource_type == 'model' and node.config.get('file_format') == 'iceberg'
           and node.config.materialized in ['table', 'incremental']
@@ -16,20 +20,26 @@
         {%- if relation is none -%}
             {{ log("maintenance " ~ node.schema ~ "." ~ node.alias ~ ": not built yet, skipped", info=true) }}
         {%- else -%}
-            {%- do iceberg_maintain(relation, node.config.get('maintenance') or {}, node.config.get('tblproperties') or {},
-                                    node.config.get('partition_by') is not none, nightly=remove_orphans) -%}
+            {%- set on_error = node.config.get('on_maintenance_error') or var('on_maintenance_error', 'warn') -%}
+            {%- set policy = dict(node.config.get('maintenance') or {}) -%}
+            {%- if not remove_orphans -%}{%- do policy.pop('remove_orphan_files', none) -%}{%- endif -%}
+            {%- set run = iceberg_maintain(relation, policy, node.config.get('tblproperties') or {},
+                                           nightly=true, on_error='warn', trigger='nightly') -%}
+            {%- if run.outcome.errors and on_error == 'fail' -%}
+                {%- do failed.append(relation ~ ': ' ~ (run.outcome.errors | join('; '))) -%}
+            {%- endif -%}
         {%- endif -%}
     {%- endfor -%}
-{% endmacro %}
-
-{#- Maintain one table with an explicit policy, e.g. from an operator's shell:
-        dbt run-operation iceberg_maintain_table --args '{table: dwd.dim_users, policy: {rewrite_position_delete_files: {min_delete_files: 1}}}'
--#}
-{% macro iceberg_maintain_table(table, policy, partitioned=false, nightly=true) %}
-    {%- set parts = table.split('.') -%}
-    {%- if parts | length != 2 -%}
-        {{ exceptions.raise_compiler_error("iceberg_maintain_table: table must be '<schema>.<table>', got " ~ table) }}
+    {%- if wanted is none -%}
+        {%- set log_table = iceberg_maintenance_log_relation() -%}
+        {%- if adapter.get_relation(database=none, schema=log_table.schema, identifier=log_table.identifier) is not none -%}
+            {%- do iceberg_maintain(log_table, var('maintenance_log_policy', {
+                    'rewrite_data_files': {'min_small_files': 5},
+                    'expire_snapshots': {'older_than_hours': 72, 'retain_last': 10}}),
+                    {}, nightly=true, on_error='warn', trigger='nightly') -%}
+        {%- endif -%}
     {%- endif -%}
-    {%- set relation = api.Relation.create(schema=parts[0], identifier=parts[1], type='table') -%}
-    {%- do iceberg_maintain(relation, policy, {}, partitioned, nightly) -%}
+    {%- if failed -%}
+        {{ exceptions.raise_database_error("nightly maintenance failed (on_maintenance_error: fail): " ~ (failed | join(' / '))) }}
+    {%- endif -%}
 {% endmacro %}

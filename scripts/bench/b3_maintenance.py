@@ -1,15 +1,23 @@
-"""B3 maintenance overhead: the health-aware decision (iceberg_maintenance post-hook) on a
-healthy table vs the model's own run time.
+"""B3 maintenance overhead: the maintenance post-hook's decision on a healthy table vs the
+model's own run time.
 
 The project's models are built from landed batches, then each repeat lands one more batch
-and runs `dbt run`, as a scheduler would. The post-hook logs its own duration per model; a
-run where every step was skipped measures the decision alone (one metadata query). The
-model's own time is dbt's execution time of the node minus that duration. Runs where a
-step acted (a compaction was due) are counted but not used for the decision's cost.
+and runs `dbt run`, as a scheduler would. The post-hook logs its own decision time and what
+it read (the snapshot summary alone, or also the files and manifests metadata tables) per
+model; a run where every step was skipped is a healthy table, and its decision time is what
+maintenance costs a healthy table. The model's own time is dbt's execution time of the node
+minus the whole hook. The maintenance log row (one insert per model) is timed apart from
+the statements dbt sent. The load average is recorded: the goal (decision median <= 0.3 s)
+is meant for an idle machine.
+
+Besides <out>/b3.json, b3.png and summary.md it writes <out>/b3_maintenance.json and .md,
+the committed result (`bench b3 --out docs/results`), with `decision_median_s`.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -19,11 +27,19 @@ from scripts.bench.common import (
     BenchResult,
     Check,
     bar_panels,
+    machine,
+    markdown,
     median,
     ratio,
     write_result,
 )
 from scripts.bench.dbt_workload import Workload, maintenance_lines
+
+GOAL_DECISION_S = 0.3
+
+
+def load_average() -> list[float]:
+    return [round(value, 2) for value in os.getloadavg()]
 
 
 def run(ctx: BenchContext) -> BenchResult:
@@ -37,32 +53,44 @@ def run(ctx: BenchContext) -> BenchResult:
     ctx.log(f"b3: initial build of {initial} batches {setup.seconds:.0f}s")
 
     samples: dict[str, dict[str, list[Any]]] = {}
-    runs = []
+    runs, loads = [], [load_average()]
+    healthy_decisions: list[float] = []
     for repeat in range(ctx.repeats):
         workload.land(initial + repeat + 1)
         outcome = workload.dbt(["run"])
+        loads.append(load_average())
         upkeep = maintenance_lines(outcome.messages)
+        log_writes = [s for sql, s in outcome.statements if "maintenance_log values" in sql]
         runs.append(outcome.seconds)
         for node in outcome.results:
             relation = f"{node.node.schema}.{node.node.alias}"
             if relation not in upkeep:
                 continue
-            entry = samples.setdefault(node.node.name, {"model_s": [], "decision_s": []})
+            entry = samples.setdefault(
+                node.node.name,
+                {"model_s": [], "decision_s": [], "hook_s": [], "acted": [], "read": []},
+            )
             step = upkeep[relation]
-            entry.setdefault("acted", []).append(step.acted)
+            entry["acted"].append(step.acted)
+            entry["read"].append(step.read)
+            entry["hook_s"].append(step.seconds)
             if not step.acted:  # healthy: the decision alone
                 entry["model_s"].append(float(node.execution_time) - step.seconds)
-                entry["decision_s"].append(step.seconds)
+                entry["decision_s"].append(step.decision_seconds)
+                healthy_decisions.append(step.decision_seconds)
+        samples.setdefault("_log", {"write_s": []})["write_s"] += log_writes
         ctx.log(f"b3: run {repeat + 1} with batch {initial + repeat + 1}: {outcome.seconds:.0f}s")
     workload.reset_warehouse()
 
+    log_write_s = samples.pop("_log", {"write_s": []})["write_s"]
     table = []
     for model, entry in samples.items():
         table.append(
             {
                 "model": model,
                 "healthy runs": len(entry["decision_s"]),
-                "runs that compacted": sum(entry["acted"]),
+                "runs that acted": sum(entry["acted"]),
+                "summary-only decisions": sum(r == "snapshot summary" for r in entry["read"]),
                 "model s": median(entry["model_s"]),
                 "decision s": median(entry["decision_s"]),
                 "decision / model": ratio(median(entry["decision_s"]), median(entry["model_s"])),
@@ -71,47 +99,76 @@ def run(ctx: BenchContext) -> BenchResult:
     healthy = [row for row in table if row["healthy runs"]]
     total_decision = sum(sum(samples[r["model"]]["decision_s"]) for r in healthy)
     total_model = sum(sum(samples[r["model"]]["model_s"]) for r in healthy)
-    slowest = max((row["decision s"] for row in healthy), default=float("nan"))
+    decision_median = median(healthy_decisions)
     checks = [
         Check(
-            "slowest healthy decision, seconds",
-            slowest,
-            2.0,
-            why="the decision is one Spark job over three metadata tables; its fixed cost "
-            "(planning, manifest reads, a job on a busy machine) sets the floor.",
+            "median healthy decision, seconds",
+            decision_median,
+            GOAL_DECISION_S,
+            why="the decision is `show tblproperties` plus one small Spark job over the "
+            "snapshots metadata table; on a loaded machine (see the load average) that job "
+            "waits for cores. Measure on an idle machine.",
         ),
         Check(
             "decision / model run time, all healthy models",
             ratio(total_decision, total_model),
             0.10,
-            why=(
-                "at this data size a model's run is itself a few seconds of fixed Spark cost, "
-                "so a ~1 s metadata query is a large share; it stays ~1 s as batches grow, so "
-                "the share falls with batch size. Deciding from the commit's snapshot summary "
-                "(files added, no query) or once per run for all models would cut it."
-            ),
+            why="at this data size a model's run is itself a few seconds of fixed Spark cost; "
+            "the decision stays constant as batches grow, so the share falls with batch size.",
         ),
     ]
     result = BenchResult(
         name="b3",
-        title="health-aware maintenance decision vs the model's own run time",
+        title="maintenance decision on a healthy table vs the model's own run time",
         size=ctx.size,
         repeats=ctx.repeats,
         params={
             "landing": {**workload.scale.__dict__, "batches": initial},
             "measured runs": f"{ctx.repeats} x (one new batch, dbt run)",
         },
-        metrics={"samples": samples, "run_seconds": runs, "setup_seconds": setup.seconds},
+        metrics={
+            "decision_median_s": decision_median,
+            "healthy_decisions_s": healthy_decisions,
+            "maintenance_log_write_median_s": median(log_write_s),
+            "load_average_1_5_15": loads,
+            "samples": samples,
+            "run_seconds": runs,
+            "setup_seconds": setup.seconds,
+        },
         table=table,
         checks=checks,
         notes=[
+            f"decision median {decision_median:.3f} s over {len(healthy_decisions)} healthy "
+            f"decisions (goal <= {GOAL_DECISION_S} s on an idle machine)",
+            f"load average (1, 5, 15 min) before and after each run: {loads} on "
+            f"{os.cpu_count()} cores",
+            f"maintenance log row: median {median(log_write_s):.3f} s per model "
+            "(an insert, after the decision; inside `model s`)",
             f"dbt run with one new batch: median {median(runs):.0f} s for {len(table)} models",
-            "model s excludes the maintenance hook and includes the write-order hook",
         ],
         seconds=time.perf_counter() - began,
     )
     write_result(result, ctx, plot)
+    write_committed_result(result, ctx)
     return result
+
+
+def write_committed_result(result: BenchResult, ctx: BenchContext) -> None:
+    """b3_maintenance.json / .md: the figures a reader needs, decision_median_s first."""
+    document = {
+        "decision_median_s": result.metrics["decision_median_s"],
+        "goal_s": GOAL_DECISION_S,
+        "met": result.checks[0].met,
+        "healthy_decisions_s": result.metrics["healthy_decisions_s"],
+        "maintenance_log_write_median_s": result.metrics["maintenance_log_write_median_s"],
+        "load_average_1_5_15": result.metrics["load_average_1_5_15"],
+        "size": result.size,
+        "repeats": result.repeats,
+        "table": result.table,
+        "machine": machine(ctx.spark),
+    }
+    (ctx.out / "b3_maintenance.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
+    (ctx.out / "b3_maintenance.md").write_text(markdown(result, document["machine"]))
 
 
 def plot(result: BenchResult, path: Path) -> None:

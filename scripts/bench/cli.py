@@ -2,7 +2,8 @@
 
   b1  compaction payoff: event detail as-is vs binpack vs sort by user vs zorder
   b2  merge-on-read vs copy-on-write merges into a 1M and a 10M-row dimension
-  b3  health-aware maintenance decision vs the model's own run time (dbt, in-process)
+  b3  maintenance decision on a healthy table vs the model's own run time (dbt,
+      in-process); also writes b3_maintenance.json/.md with decision_median_s
   b4  dbt build of all layers vs the same SQL run by one PySpark script
   b5  one CDC batch merged into a 1M vs a 10M-row target
 
@@ -14,6 +15,7 @@ working with them; the numbers mean nothing).
     bench all                     # full sizes, 3 repeats
     bench b1 b3 --size medium --repeats 2
     bench all --smoke --out /tmp/bench
+    bench b3 --out docs/results       # the committed B3 result (docs/results/b3_maintenance.*)
 """
 
 from __future__ import annotations

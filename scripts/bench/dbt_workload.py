@@ -108,6 +108,9 @@ class Workload:
         """dbt in this process, on this session, with its own target and log folders."""
         from dbt.cli.main import dbtRunner
 
+        from scripts.dbt_try_execute import install
+
+        install()  # as `lakehouse dbt` does
         outcome = DbtOutcome(success=False, seconds=0.0)
         pending: list[str] = []
 
@@ -141,15 +144,18 @@ class Workload:
 
 
 MAINTENANCE_LINE = re.compile(
-    r"^maintenance (?P<table>\S+): .* \| (?P<steps>.*) \| (?P<s>[\d.]+) s$"
+    r"^maintenance (?P<table>\S+): .* \| (?P<steps>.*) "
+    r"\| decision (?P<decision>[\d.]+) s \((?P<read>[^)]*)\) \| (?P<s>[\d.]+) s$"
 )
 
 
 @dataclass
 class Maintenance:
     table: str
-    seconds: float
+    seconds: float  # the whole hook: decision, steps, log row
     acted: bool  # a step ran; otherwise the table was healthy and only the decision cost
+    decision_seconds: float = 0.0
+    read: str = ""  # "snapshot summary" or "snapshot summary + files and manifests"
 
 
 def maintenance_lines(messages: list[str]) -> dict[str, Maintenance]:
@@ -161,5 +167,7 @@ def maintenance_lines(messages: list[str]) -> dict[str, Maintenance]:
             # reasons in parentheses may hold ';' themselves
             steps = [s.strip() for s in re.sub(r"\([^)]*\)", "", match["steps"]).split(";")]
             acted = any(s and "skipped" not in s for s in steps)
-            found[match["table"]] = Maintenance(match["table"], float(match["s"]), acted)
+            found[match["table"]] = Maintenance(
+                match["table"], float(match["s"]), acted, float(match["decision"]), match["read"]
+            )
     return found

@@ -76,6 +76,8 @@ def test_b3_measures_the_decision_on_healthy_tables(results):
     healthy = [row for row in b3.table if row["healthy runs"]]
     assert healthy  # after one small batch the models need no maintenance
     assert all(row["decision s"] >= 0 and row["model s"] > 0 for row in healthy)
+    committed = json.loads((results[0] / "b3_maintenance.json").read_text())
+    assert committed["decision_median_s"] > 0 and committed["load_average_1_5_15"]
 
 
 def test_b4_replays_what_dbt_sent(results):

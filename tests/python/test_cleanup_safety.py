@@ -165,7 +165,12 @@ def test_expiry_keeps_every_snapshot_of_the_window_readable(spark, dbt):
 
     def expire(retain_last: int):
         hours = window_hours()
-        policy = {"older_than_hours": hours, "min_window_hours": hours, "retain_last": retain_last}
+        policy = {
+            "older_than_hours": hours,
+            "min_window_hours": hours,
+            "retain_last": retain_last,
+            "slack_hours": 0,  # act as soon as a snapshot passes the window
+        }
         return maintain(dbt, table, {"expire_snapshots": policy})
 
     def check(survivors: range) -> None:

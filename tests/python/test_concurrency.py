@@ -80,7 +80,12 @@ POLICIES = {
         "rewrite_position_delete_files": {"min_delete_files": 1, "options": {"rewrite-all": True}}
     },
     "expire_snapshots": {
-        "expire_snapshots": {"older_than_hours": 0, "min_window_hours": 0, "retain_last": 3}
+        "expire_snapshots": {
+            "older_than_hours": 0,
+            "min_window_hours": 0,
+            "retain_last": 3,
+            "slack_hours": 0,
+        }
     },
 }
 

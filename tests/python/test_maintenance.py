@@ -27,15 +27,26 @@ def compile_error(dbt, expression: str) -> str:
     return result.log
 
 
-def maintain(dbt, table: str, policy: dict, partitioned: bool = False):
+def maintain(dbt, table: str, policy: dict, **args):
     return dbt(
         [
             "run-operation",
             "iceberg_maintain_table",
             "--args",
-            json.dumps({"table": table, "policy": policy, "partitioned": partitioned}),
+            json.dumps({"table": table, "policy": policy, **args}),
         ]
     )
+
+
+def line_of(run, table: str) -> str:
+    """The maintenance log line of one table in a dbt run."""
+    return next(m for m in run.log.splitlines() if m.startswith(f"maintenance {table}: data files"))
+
+
+def acted(run, table: str, step: str) -> bool:
+    line = line_of(run, table)
+    assert step in line, line
+    return f"{step} skipped" not in line and f"{step} FAILED" not in line
 
 
 def count(spark, sql: str) -> int:
@@ -128,7 +139,8 @@ def test_small_files_are_compacted_and_a_healthy_table_is_left_alone(spark, dbt)
     assert count(spark, f"select count(*) from {table}.data_files") == 1
     assert count(spark, f"select count(*) from {table}") == 12
     snapshots = count(spark, f"select count(*) from {table}.snapshots")
-    maintain(dbt, table, policy)  # healthy now: one metadata read, no new snapshot
+    again = maintain(dbt, table, policy)  # healthy now: no procedure, no new snapshot
+    assert "rewrite_data_files skipped" in line_of(again, table)
     assert count(spark, f"select count(*) from {table}.snapshots") == snapshots
 
 
@@ -180,7 +192,14 @@ def test_expiry_keeps_time_travel_inside_the_window(spark, dbt):
     maintain(
         dbt,
         table,
-        {"expire_snapshots": {"older_than_hours": 0, "min_window_hours": 0, "retain_last": 2}},
+        {
+            "expire_snapshots": {
+                "older_than_hours": 0,
+                "min_window_hours": 0,
+                "retain_last": 2,
+                "slack_hours": 0,
+            }
+        },
     )
     live = {r[0] for r in spark.sql(f"select snapshot_id from {table}.snapshots").collect()}
     assert live == set(snapshot_ids[-2:])
@@ -214,7 +233,10 @@ def test_orphan_removal_deletes_only_old_unreferenced_files(spark, dbt):
     assert count(spark, f"select count(*) from {table}") == 2
 
 
-def test_position_delete_files_are_rewritten_when_the_policy_asks(spark, dbt):
+def test_one_position_delete_file_per_data_file_is_not_rewritten(spark, dbt):
+    """Spark's file-scoped deletes keep one delete file per data file: rewriting them would
+    produce the same files again on every run (the old trigger counted delete files in the
+    table). Only surplus files count; test_surplus_... shows a surplus merged."""
     table = new_table(
         spark,
         "position_deletes",
@@ -225,30 +247,14 @@ def test_position_delete_files_are_rewritten_when_the_policy_asks(spark, dbt):
             f"insert into {table} select id, id % 10, 'v' "
             f"from range({part * 25}, {(part + 1) * 25}) as t(id)"
         )
-    # Iceberg 1.10 keeps one position-delete file per data file (new deletes are merged
-    # with the old), so one update per data file leaves four delete files
-    for part in range(4):
+    for part in range(4):  # one update per data file: four delete files
         spark.sql(f"update {table} set note = 'u{part}' where id = {part * 25}")
     paths = f"select file_path from {table}.delete_files"
     before = {r[0] for r in spark.sql(paths).collect()}
     assert len(before) == 4
-    maintain(
-        dbt,
-        table,
-        {
-            "rewrite_position_delete_files": {
-                "min_delete_files": 2,
-                "options": {"rewrite-all": True},
-            }
-        },
-    )
-    after = {r[0] for r in spark.sql(paths).collect()}
-    # every delete file was rewritten; Spark's file-scoped deletes stay one per data file
-    assert after and not (after & before) and len(after) <= len(before)
-    last = spark.sql(f"select operation from {table}.snapshots order by committed_at desc limit 1")
-    assert last.first()[0] == "replace"
-    assert count(spark, f"select count(*) from {table} where note like 'u%'") == 4
-    assert count(spark, f"select count(*) from {table}") == 100
+    run = maintain(dbt, table, {"rewrite_position_delete_files": {"min_delete_files": 2}})
+    assert "rewrite_position_delete_files skipped (0 surplus < 2" in line_of(run, table)
+    assert {r[0] for r in spark.sql(paths).collect()} == before
 
 
 def test_health_report_shows_a_compaction_before_and_after(spark, dbt, tmp_path):
@@ -336,7 +342,7 @@ def test_a_writer_racing_the_compaction_costs_one_group_reported_as_conflict(spa
     }
     writer = threading.Thread(target=concurrent_writer)
     writer.start()
-    run = maintain(dbt, table, policy, partitioned=True)
+    run = maintain(dbt, table, policy)
     writer.join(timeout=300)
     assert removed, "the concurrent writer never committed"
     line = next(m for m in run.log.splitlines() if m.startswith(f"maintenance {table}: data files"))
@@ -354,7 +360,229 @@ def test_a_writer_racing_the_compaction_costs_one_group_reported_as_conflict(spa
     losers = {int(path.split("/part=")[1].split("/")[0]) for path in removed}
     assert 0 not in losers and all(files_per_partition[part] == 5 for part in losers)
 
-    retry = maintain(dbt, table, policy, partitioned=True)
+    retry = maintain(dbt, table, policy)
     assert "CONFLICT" not in retry.log
     assert count(spark, f"select count(*) from {table}.data_files") == 4
     assert count(spark, f"select count(*) from {table}") == expected_rows
+
+
+# -- triggers: the first run acts, the second finds the table healthy -----------------------
+
+
+def mor_table(spark, name: str, properties: str = "") -> str:
+    return new_table(
+        spark,
+        name,
+        ", 'write.delete.mode' = 'merge-on-read', 'write.update.mode' = 'merge-on-read', "
+        "'write.merge.mode' = 'merge-on-read'" + properties,
+    )
+
+
+def insert_batches(spark, table: str, batches: int, rows: int = 25) -> None:
+    for part in range(batches):
+        spark.sql(
+            f"insert into {table} select id, id % 10, 'v' "
+            f"from range({part * rows}, {(part + 1) * rows}, 1, 1) as t(id)"  # one file
+        )
+
+
+def snapshots_of(spark, table: str) -> int:
+    return count(spark, f"select count(*) from {table}.snapshots")
+
+
+def test_a_healthy_post_hook_decision_reads_only_the_snapshot_summary(spark, dbt):
+    """Without `nightly` the files and manifests are read only when the snapshots committed
+    since the last full read could have crowded a partition (or there is no checkpoint)."""
+    table = new_table(spark, "cheap_decision")
+    policy = {"rewrite_data_files": {"min_small_files": 5}}
+    insert_batches(spark, table, 2)
+    first = maintain(dbt, table, policy, nightly=False)  # no checkpoint yet: full read
+    assert "(snapshot summary + files and manifests)" in line_of(first, table)
+    insert_batches(spark, table, 1)
+    second = maintain(dbt, table, policy, nightly=False)  # at most 2 + 1 < 5 small files
+    assert "(snapshot summary)" in line_of(second, table)
+    assert not acted(second, table, "rewrite_data_files")
+    insert_batches(spark, table, 2)  # at most 2 + 3 >= 5: read, and 5 are there
+    third = maintain(dbt, table, policy, nightly=False)
+    assert "files and manifests" in line_of(third, table)
+    assert acted(third, table, "rewrite_data_files")
+    snapshots = snapshots_of(spark, table)
+    fourth = maintain(dbt, table, policy, nightly=False)  # compacted: healthy, cheap
+    assert "(snapshot summary)" in line_of(fourth, table)
+    assert not acted(fourth, table, "rewrite_data_files")
+    assert snapshots_of(spark, table) == snapshots
+
+
+def test_position_deletes_are_folded_then_left_alone(spark, dbt):
+    """Trigger on delete files in the table, act on every data file with a delete file
+    (delete-file-threshold 1) and drop the deletes left dangling: none remain."""
+    table = mor_table(spark, "fold_position")
+    insert_batches(spark, table, 3)
+    for part in range(3):
+        spark.sql(f"update {table} set note = 'u{part}' where id = {part * 25}")
+    assert count(spark, f"select count(*) from {table}.delete_files") >= 2
+    policy = {"rewrite_data_files": {"min_small_files": 50, "min_delete_files": 2}}
+    first = maintain(dbt, table, policy)
+    assert acted(first, table, "rewrite_data_files"), line_of(first, table)
+    assert count(spark, f"select count(*) from {table}.delete_files") == 0
+    assert count(spark, f"select count(*) from {table} where note like 'u%'") == 3
+    assert count(spark, f"select count(*) from {table}") == 75
+    snapshots = snapshots_of(spark, table)
+    second = maintain(dbt, table, policy)
+    assert not acted(second, table, "rewrite_data_files"), line_of(second, table)
+    assert snapshots_of(spark, table) == snapshots
+
+
+def test_equality_deletes_are_folded_with_remove_dangling_deletes(spark, dbt):
+    table = new_table(spark, "fold_equality")
+    insert_batches(spark, table, 2)
+    iceberg = IcebergTable(spark, f"spark_catalog.{table}")
+    iceberg.delete_with_equality_delete("id", [1, 2])
+    iceberg.delete_with_equality_delete("id", [30])
+    assert count(spark, f"select count(*) from {table}.delete_files where content = 2") == 2
+    policy = {"rewrite_data_files": {"min_small_files": 50, "min_delete_files": 2}}
+    first = maintain(dbt, table, policy)
+    assert acted(first, table, "rewrite_data_files"), line_of(first, table)
+    # unpartitioned: Iceberg drops the older one now and keeps the newest until a later
+    # commit (its dangling-delete filter runs at commit, remove-dangling-deletes skips
+    # unpartitioned tables); below min_delete_files, so the next run is left alone
+    assert count(spark, f"select count(*) from {table}.delete_files") <= 1
+    assert count(spark, f"select count(*) from {table}") == 47
+    assert count(spark, f"select count(*) from {table} where id in (1, 2, 30)") == 0
+    second = maintain(dbt, table, policy)
+    assert not acted(second, table, "rewrite_data_files"), line_of(second, table)
+
+
+def test_surplus_position_delete_files_are_merged_then_left_alone(spark, dbt):
+    """Partition-scoped deletes add a file per commit (Spark's file-scoped deletes keep one
+    per data file, so they never count as surplus)."""
+    table = mor_table(spark, "surplus", ", 'write.delete.granularity' = 'partition'")
+    insert_batches(spark, table, 2)
+    for part in range(3):
+        spark.sql(f"update {table} set note = 'u{part}' where id = {part * 7}")
+    assert count(spark, f"select count(*) from {table}.delete_files") == 3
+    policy = {"rewrite_position_delete_files": {"min_delete_files": 2}}
+    first = maintain(dbt, table, policy)
+    assert acted(first, table, "rewrite_position_delete_files"), line_of(first, table)
+    assert count(spark, f"select count(*) from {table}.delete_files") == 1
+    assert count(spark, f"select count(*) from {table} where note like 'u%'") == 3
+    second = maintain(dbt, table, policy)
+    assert not acted(second, table, "rewrite_position_delete_files"), line_of(second, table)
+
+
+def test_fragmented_manifests_are_rewritten_then_left_alone(spark, dbt):
+    table = new_table(spark, "manifests")
+    insert_batches(spark, table, 8, rows=5)
+    before = count(spark, f"select count(*) from {table}.manifests")
+    assert before >= 8
+    policy = {"rewrite_manifests": {"min_manifests": 5}}
+    first = maintain(dbt, table, policy)
+    assert acted(first, table, "rewrite_manifests"), line_of(first, table)
+    assert count(spark, f"select count(*) from {table}.manifests") < 5
+    second = maintain(dbt, table, policy)
+    assert not acted(second, table, "rewrite_manifests"), line_of(second, table)
+    assert count(spark, f"select count(*) from {table}") == 40
+
+
+def statistics_files(spark, table: str) -> int:
+    loaded = IcebergTable(spark, f"spark_catalog.{table}").load()
+    loaded.refresh()
+    return loaded.statisticsFiles().size()
+
+
+def test_table_statistics_are_computed_when_rows_changed_enough(spark, dbt):
+    table = new_table(spark, "statistics")
+    insert_batches(spark, table, 2)
+    policy = {"compute_table_stats": {"min_changed_ratio": 0.5}}
+    first = maintain(dbt, table, policy)  # none yet
+    assert acted(first, table, "compute_table_stats"), line_of(first, table)
+    assert statistics_files(spark, table) == 1
+    insert_batches(spark, table, 1)  # 50 -> 75 rows: 0.5 changed
+    second = maintain(dbt, table, policy, nightly=False)
+    assert acted(second, table, "compute_table_stats"), line_of(second, table)
+    third = maintain(dbt, table, policy, nightly=False)
+    assert not acted(third, table, "compute_table_stats"), line_of(third, table)
+
+
+def test_expiry_waits_for_its_slack_then_acts_once(spark, dbt):
+    table = new_table(spark, "expiry_slack")
+    insert_batches(spark, table, 4)
+    window = {"older_than_hours": 0, "min_window_hours": 0, "retain_last": 1}
+    waiting = maintain(dbt, table, {"expire_snapshots": {**window, "slack_hours": 1}})
+    assert not acted(waiting, table, "expire_snapshots")  # past the window, inside the slack
+    assert snapshots_of(spark, table) == 4
+    first = maintain(dbt, table, {"expire_snapshots": {**window, "slack_hours": 0}})
+    assert acted(first, table, "expire_snapshots"), line_of(first, table)
+    assert snapshots_of(spark, table) <= 2
+    second = maintain(dbt, table, {"expire_snapshots": {**window, "slack_hours": 0}})
+    assert not acted(second, table, "expire_snapshots"), line_of(second, table)
+
+
+def test_partitioning_is_detected_small_files_count_per_partition(spark, dbt):
+    table = new_table(spark, "partitions")
+    spark.sql(f"alter table {table} add partition field user_id")
+    for batch in range(3):  # 3 small files in each of 2 partitions: 6 in the table
+        spark.sql(f"insert into {table} values ({batch}, 0, 'a'), ({batch}, 1, 'b')")
+    assert count(spark, f"select count(*) from {table}.data_files") == 6
+    crowded_at_5 = maintain(dbt, table, {"rewrite_data_files": {"min_small_files": 5}})
+    assert not acted(crowded_at_5, table, "rewrite_data_files"), line_of(crowded_at_5, table)
+    policy = {"rewrite_data_files": {"min_small_files": 3}}
+    first = maintain(dbt, table, policy)
+    assert acted(first, table, "rewrite_data_files") and "CONFLICT" not in line_of(first, table)
+    assert count(spark, f"select count(*) from {table}.data_files") == 2
+    second = maintain(dbt, table, policy)
+    assert not acted(second, table, "rewrite_data_files"), line_of(second, table)
+
+
+# -- failures and the maintenance log -------------------------------------------------------
+
+BROKEN = {"compute_table_stats": {"columns": ["no_such_column"]}}  # fails in Iceberg, at run time
+
+
+def last_log_row(spark, table: str):
+    return spark.sql(f"""select * from ops.maintenance_log where table_name = '{table}'
+                         order by logged_at desc limit 1""").first()
+
+
+def test_a_failed_step_warns_and_is_logged_or_fails_when_asked(spark, dbt):
+    table = new_table(spark, "failing")
+    insert_batches(spark, table, 2)
+    warned = maintain(dbt, table, BROKEN)
+    assert warned.success
+    assert "compute_table_stats FAILED" in line_of(warned, table)
+    assert "no_such_column" in warned.log and "failed after its data committed" in warned.log
+    row = last_log_row(spark, table)
+    assert row.outcome == "failed" and "no_such_column" in row.errors
+    assert row.steps_run == ["compute_table_stats"]
+    failed = dbt(
+        [
+            "run-operation",
+            "iceberg_maintain_table",
+            "--args",
+            json.dumps({"table": table, "policy": BROKEN, "on_maintenance_error": "fail"}),
+        ],
+        expect_success=False,
+    )
+    assert not failed.success and "on_maintenance_error: fail" in failed.log
+
+
+def test_the_maintenance_log_holds_one_row_per_run_and_feeds_the_health_report(
+    spark, dbt, tmp_path
+):
+    from scripts.health_report import write_report
+
+    table = new_table(spark, "logged")
+    policy = {"rewrite_data_files": {"min_small_files": 3}}
+    for _ in range(3):
+        insert_batches(spark, table, 3, rows=4)
+        maintain(dbt, table, policy)
+    rows = spark.sql(f"""select outcome, data_files_before, data_files_after, decision_seconds
+                         from ops.maintenance_log where table_name = '{table}'
+                         order by logged_at""").collect()
+    assert [r.outcome for r in rows] == ["maintained"] * 3
+    assert [(r.data_files_before, r.data_files_after) for r in rows] == [(3, 1), (4, 1), (4, 1)]
+    assert all(r.decision_seconds > 0 for r in rows)
+    health = write_report(spark, [table], tmp_path)
+    assert [run["data_files_after"] for run in health[table]["maintenance_runs"]] == [1, 1, 1]
+    page = (tmp_path / "health.html").read_text()
+    assert "maintenance runs" in page and "maintained" in page

@@ -162,8 +162,17 @@ def test_slim_ci_selects_only_the_modified_model_and_its_children(
     edit(project_copy / "models/dws/dws_user__daily.sql", lambda sql: sql + "\n-- changed\n")
     listed = ok(
         plain_dbt(
-            "ls", "-s", "state:modified+", "--state", str(state), "--resource-type", "model",
-            "--output", "name", "--quiet", project=project_copy,
+            "ls",
+            "-s",
+            "state:modified+",
+            "--state",
+            str(state),
+            "--resource-type",
+            "model",
+            "--output",
+            "name",
+            "--quiet",
+            project=project_copy,
         )
     )
     assert listed.stdout.split() == ["dws_user__daily"]

@@ -125,6 +125,7 @@ def test_maintenance_post_hooks_compact_and_expire(spark, dbt, built):
         "snapshot_retention_hours": 0,
         "min_snapshot_window_hours": 0,
         "snapshot_retain_last": 1,
+        "snapshot_expiry_slack_hours": 0,
     }
     dbt(["run", "--select", "ods_client__events", "--vars", json.dumps(vars_)])
     files_after = spark.sql(f"select count(*) from {name}.data_files").first()[0]
@@ -175,3 +176,42 @@ def test_nightly_operation_applies_each_models_policy(dbt, built):
     lines = [line for line in run.log.splitlines() if line.startswith("maintenance dwd.dim_users")]
     assert len(lines) == 1
     assert "rewrite_position_delete_files" in lines[0] and "remove_orphan_files" in lines[0]
+
+
+# compute_table_stats on a column the table lacks: a real procedure failing on a real table,
+# after the model's own write committed
+BROKEN_MAINTENANCE = {
+    "maintenance_overrides": {
+        "ods_appdb__user_changes": {"compute_table_stats": {"columns": ["no_such_column"]}}
+    }
+}
+
+
+def statuses(run) -> dict[str, str]:
+    return {r.node.name: str(r.status) for r in run.result.results}
+
+
+def test_a_maintenance_failure_warns_and_the_children_still_run(spark, dbt, built):
+    args = ["run", "--select", "ods_appdb__user_changes+"]
+    run = dbt([*args, "--vars", json.dumps(BROKEN_MAINTENANCE)])
+    assert statuses(run)["ods_appdb__user_changes"] == "success"
+    assert statuses(run)["dim_users"] == "success"  # the child ran
+    line = next(
+        m
+        for m in run.log.splitlines()
+        if m.startswith("maintenance ods.ods_appdb__user_changes: data files")
+    )
+    assert "compute_table_stats FAILED" in line and "no_such_column" in line
+    row = spark.sql("""select outcome, errors from ops.maintenance_log
+                       where table_name = 'ods.ods_appdb__user_changes'
+                       order by logged_at desc limit 1""").first()
+    assert row.outcome == "failed" and "no_such_column" in row.errors
+
+
+def test_a_maintenance_failure_fails_the_model_when_configured(dbt, built):
+    variables = {**BROKEN_MAINTENANCE, "on_maintenance_error": "fail"}
+    args = ["run", "--select", "ods_appdb__user_changes+", "--vars", json.dumps(variables)]
+    run = dbt(args, expect_success=False)
+    assert statuses(run)["ods_appdb__user_changes"] == "error"
+    assert statuses(run)["dim_users"] == "skipped"
+    assert "on_maintenance_error: fail" in run.log

@@ -1,0 +1,17 @@
+{#- Decide, act, record: one line in dbt's log and one row in the maintenance log.
+    The three parts are separate macros so that a caller can decide now and act later
+    (e.g. after a write-audit-publish run publishes). `on_error`: warn | fail. -#}
+{% macro iceberg_maintain(relation, policy, tblproperties={}, nightly=false, on_error='warn', trigger='operation') %}
+    {%- if on_error not in ['warn', 'fail'] -%}
+        {{ exceptions.raise_compiler_error("maintenance of " ~ relation ~ ": on_maintenance_error must be warn or fail, got '" ~ on_error ~ "'") }}
+    {%- endif -%}
+    {%- set decision = iceberg_maintenance_decision(relation, policy, tblproperties, nightly) -%}
+    {%- set outcome = iceberg_maintenance_act(decision) -%}
+    {%- do iceberg_maintenance_record(decision, outcome, trigger) -%}
+    {%- if outcome.errors and on_error == 'fail' -%}
+        {{ exceptions.raise_database_error("maintenance of " ~ relation ~ " failed (on_maintenance_error: fail): " ~ (outcome.errors | join('; '))) }}
+    {%- elif outcome.errors -%}
+        {%- do exceptions.warn("maintenance of " ~ relation ~ " failed after its data committed (on_maintenance_error: warn; the model succeeded): " ~ (outcome.errors | join('; '))) -%}
+    {%- endif -%}
+    {{ return({'decision': decision, 'outcome': outcome}) }}
+{% endmacro %}
