@@ -2,15 +2,15 @@
         dbt run-operation iceberg_maintain_all
         dbt run-operation iceberg_maintain_all --args '{select: [dim_users, dim_videos]}'
         dbt run-operation iceberg_maintain_all --args '{remove_orphans: false}'
-    Applies each Iceberg model's own policy (the same decisions as its post-hook) and, unless
+    Applies each Iceberg model's and snapshot's own policy (the same decisions as its post-hook) and, unless
     remove_orphans is false, also the step too slow for every run (orphan-file removal):
     docs/running-dbt.md schedules that one weekly. -#}
 {% macro iceberg_maintain_all(select=none, remove_orphans=true) %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set wanted = none if select is none else ([select] if select is string else select) -%}
     {%- for node in graph.nodes.values()
-          if node.resource_type == 'model' and node.config.get('file_format') == 'iceberg'
-          and node.config.materialized in ['table', 'incremental']
+          if node.resource_type in ['model', 'snapshot'] and node.config.get('file_format') == 'iceberg'
+          and node.config.materialized in ['table', 'incremental', 'snapshot']
           and (wanted is none or node.name in wanted) -%}
         {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
         {%- if relation is none -%}
