@@ -124,8 +124,8 @@ def test_docs_generate_lists_every_iceberg_table_with_columns_and_stats(plain_db
         for uid, node in manifest.items()
         if node["resource_type"] in ("model", "snapshot")
         and node["config"].get("file_format") == "iceberg"
-        and node["config"]["materialized"] != "ephemeral"
-    ]
+        and node["config"]["materialized"] in ("table", "incremental", "snapshot")
+    ]  # (a view, e.g. ods_landing__undeclared_fields, is no Iceberg table and has no stats)
     assert len(iceberg) >= 10 and "snapshot.lakehouse.dim_users_history" in iceberg
     for uid in iceberg:
         assert uid in catalog, f"{uid} missing from catalog.json"
