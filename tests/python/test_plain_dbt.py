@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from layers import USER_HISTORY_COLUMNS, expected_user_history
 
 from scripts.generate_landing import main as generate_landing
 from scripts.spark_config import PROJECT_DIR
@@ -137,12 +138,12 @@ def test_docs_generate_lists_every_iceberg_table_with_columns_and_stats(plain_db
 
 
 def test_source_freshness_reads_the_landing_file_listings(plain_dbt: PlainDbt):
-    """Freshness is the age of the newest landed file. Age every file by two days: past the
-    error thresholds of both sources, which a scheduler sees as exit code 1."""
-    two_days_ago = time.time() - 2 * 86400
+    """Freshness is the age of the newest landed file. Age every file by four days: past the
+    error thresholds of both sources (24 h and 72 h), which a scheduler sees as exit code 1."""
+    four_days_ago = time.time() - 4 * 86400
     for path in (plain_dbt.data / "landing").rglob("*"):
         if path.is_file():
-            os.utime(path, (two_days_ago, two_days_ago))
+            os.utime(path, (four_days_ago, four_days_ago))
     result = plain_dbt("source", "freshness")
     sources = {r["unique_id"]: r for r in plain_dbt.artifact("sources.json")["results"]}
     assert set(sources) == {
@@ -150,7 +151,7 @@ def test_source_freshness_reads_the_landing_file_listings(plain_dbt: PlainDbt):
         "source.lakehouse.appdb.user_changes_files",
         "source.lakehouse.appdb.video_changes_files",
     }
-    stamp = time.strftime("%Y-%m-%dT%H", time.gmtime(two_days_ago))
+    stamp = time.strftime("%Y-%m-%dT%H", time.gmtime(four_days_ago))
     for uid, source in sources.items():
         assert source["status"] == "error", (uid, source["status"])
         assert source["max_loaded_at"].startswith(stamp), (uid, source["max_loaded_at"])
@@ -169,7 +170,7 @@ def project_copy(plain_dbt: PlainDbt, tmp_path_factory: pytest.TempPathFactory) 
     copy = tmp_path_factory.mktemp("project")
     for name in ("dbt_project.yml", "selectors.yml"):
         shutil.copy(PROJECT_DIR / name, copy / name)
-    for folder in ("models", "macros", "profiles", "tests/dbt"):
+    for folder in ("models", "macros", "snapshots", "profiles", "tests/dbt"):
         shutil.copytree(PROJECT_DIR / folder, copy / folder)
     return copy
 
@@ -219,35 +220,17 @@ def test_a_failing_test_exits_1_and_names_the_node_then_retry_reruns_only_it(
 
 # -- SCD-2 history across a change and a delete, then a full refresh that fails ----------------
 
-HISTORY_COLUMNS = ["user_name", "region", "is_creator", "user_level"]
-
-
-def expected_history(before: pd.DataFrame, after: pd.DataFrame) -> list[tuple]:
-    """(user_id, business columns..., is_current) of every version two snapshot runs keep:
-    a key whose columns changed has its old version closed and a new current one; a deleted
-    key has its only version closed; a new key has one current version."""
-    rows = []
-    for user_id, old in before[HISTORY_COLUMNS].iterrows():
-        new = after.loc[user_id, HISTORY_COLUMNS] if user_id in after.index else None
-        unchanged = new is not None and new.tolist() == old.tolist()
-        rows.append((user_id, *old.tolist(), unchanged))
-    for user_id, new in after[HISTORY_COLUMNS].iterrows():
-        old = before.loc[user_id, HISTORY_COLUMNS] if user_id in before.index else None
-        if old is None or new.tolist() != old.tolist():
-            rows.append((user_id, *new.tolist(), True))
-    return sorted(rows)
-
-
 def test_snapshot_twice_closes_changed_and_deleted_users(plain_dbt: PlainDbt):
     """The build took the first snapshot of batch 1. Land batch 2 (users changed and deleted
     at the source), `dbt run` the layers, `dbt snapshot` again: the second run is the one
     dbt-adapters #489 refused on Iceberg."""
     land(plain_dbt.data, batches=2)
     before, after = users_truth(plain_dbt.data, 1), users_truth(plain_dbt.data, 2)
+    columns = USER_HISTORY_COLUMNS
     deleted = before.index.difference(after.index)
     changed = [
         k for k in before.index.intersection(after.index)
-        if before.loc[k, HISTORY_COLUMNS].tolist() != after.loc[k, HISTORY_COLUMNS].tolist()
+        if before.loc[k, columns].tolist() != after.loc[k, columns].tolist()
     ]  # fmt: skip
     assert len(deleted) and changed  # the seed's batch 2 does both
 
@@ -261,17 +244,14 @@ def test_snapshot_twice_closes_changed_and_deleted_users(plain_dbt: PlainDbt):
 
     rows = show(
         plain_dbt,
-        "select user_id, user_name, region, is_creator, user_level,"
-        " dbt_valid_to is null as is_current from dwd.dim_users_history",
+        f"select user_id, {', '.join(columns)}, dbt_valid_to is null as is_current"
+        " from dwd.dim_users_history",
     )
-    history = sorted(
-        (r["user_id"], *(r[c] for c in HISTORY_COLUMNS), r["is_current"]) for r in rows
-    )
-    assert history == expected_history(before, after)
-    by_user = {user_id: [row for row in history if row[0] == user_id] for user_id in after.index}
-    assert [row[-1] for row in by_user[changed[0]]].count(False) == 1  # the old version, closed
-    assert [row[-1] for row in by_user[changed[0]]].count(True) == 1  # the new one, current
-    assert all(not row[-1] for row in history if row[0] == deleted[0])  # invalidated
+    history = sorted((r["user_id"], *(r[c] for c in columns), r["is_current"]) for r in rows)
+    assert history == expected_user_history(plain_dbt.data, batches=2)
+    versions = {key: [row[-1] for row in history if row[0] == key] for key in before.index}
+    assert sorted(versions[changed[0]]) == [False, True]  # old version closed, new one current
+    assert versions[deleted[0]] == [False]  # the deleted user's current row, invalidated
 
 
 def test_a_failing_full_refresh_leaves_the_table_its_rows_and_history(
