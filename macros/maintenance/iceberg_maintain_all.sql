@@ -2,7 +2,7 @@
         dbt run-operation iceberg_maintain_all
         dbt run-operation iceberg_maintain_all --args '{select: [dim_users, dim_videos]}'
         dbt run-operation iceberg_maintain_all --args '{remove_orphans: false}'
-    Applies each Iceberg model's own policy with a full health read (the same triggers as
+    Applies each Iceberg model's and snapshot's own policy with a full health read (the same triggers as
     its post-hook, without the cheap gate) and, because it runs nightly, also the steps too
     slow for every run (orphan-file removal, unless remove_orphans is false:
     docs/running-dbt.md schedules that one weekly). Then maintains the maintenance log itself.
@@ -13,8 +13,8 @@
     {%- set wanted = none if select is none else ([select] if select is string else select) -%}
     {%- set failed = [] -%}
     {%- for node in graph.nodes.values()
-          if node.resource_type == 'model' and node.config.get('file_format') == 'iceberg'
-          and node.config.materialized in ['table', 'incremental']
+          if node.resource_type in ['model', 'snapshot'] and node.config.get('file_format') == 'iceberg'
+          and node.config.materialized in ['table', 'incremental', 'snapshot']
           and (wanted is none or node.name in wanted) -%}
         {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
         {%- if relation is none -%}

@@ -133,6 +133,42 @@ def iso(ts: pd.Series) -> pd.Series:
     return pd.to_datetime(ts, utc=True).dt.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
 
 
+USER_HISTORY_COLUMNS = ["user_name", "region", "is_creator", "user_level"]
+
+
+def expected_user_history(data_dir: Path, batches: int) -> list[tuple]:
+    """Every version an SCD-2 snapshot of dim_users taken after each batch 1..n keeps, from the
+    ground truth, as sorted (user_id, *USER_HISTORY_COLUMNS, is_current): a key whose columns
+    changed has its old version closed and a new current one, a deleted key its version
+    closed, a key inserted (again) a new current version."""
+    current: dict[int, tuple] = {}
+    closed: list[tuple] = []
+    for batch in range(1, batches + 1):
+        state = truth(data_dir, "users", batch).rename(columns={"level": "user_level"})
+        now = {
+            row[0]: row[1:]
+            for row in state[["user_id", *USER_HISTORY_COLUMNS]]
+            .astype(object)
+            .itertuples(index=False, name=None)
+        }
+        for key, version in list(current.items()):
+            if now.get(key) != version:
+                closed.append((key, *version, False))
+                del current[key]
+        for key, version in now.items():
+            current.setdefault(key, version)
+    return sorted(closed + [(key, *version, True) for key, version in current.items()])
+
+
+def assert_user_history(spark, data_dir: Path, batch: int, prefix: str = "") -> None:
+    """dim_users_history after `batch` holds exactly the versions the ground truth implies."""
+    rows = spark.sql(
+        f"select user_id, {', '.join(USER_HISTORY_COLUMNS)}, dbt_valid_to is null as is_current"
+        f" from {prefix}dwd.dim_users_history"
+    ).collect()
+    assert sorted(tuple(row) for row in rows) == expected_user_history(data_dir, batch)
+
+
 def check_layers(spark, data_dir: Path, batch: int, prefix: str = "") -> dict:
     """Dimensions against the generator's ground truth after `batch`, DWS against a pandas
     recomputation from the complete landed files. Tables under `prefix` (var schema_prefix)."""

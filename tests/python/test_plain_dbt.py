@@ -4,7 +4,9 @@ subprocess, on a fresh data folder, with nothing but `--profiles-dir profiles`.
 No wrapper and no exported Spark settings: the project's dbt plugin (dbt_lakehouse) starts
 the session from scripts/spark_config.py and creates the metastore's lock tables. One module
 fixture builds once (about a minute of JVM start and build here); the tests read its
-artifacts and run the other commands on the same folder, in file order.
+artifacts and run the other commands on the same folder, in file order. The build holds one
+landing batch (its snapshots' first run); the last tests land batch 2, which changes and
+deletes users, take the second snapshot and refresh a table in a way that fails.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
 import pytest
+from layers import USER_HISTORY_COLUMNS, expected_user_history
 
 from scripts.generate_landing import main as generate_landing
 from scripts.spark_config import PROJECT_DIR
@@ -68,12 +72,30 @@ def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     return result
 
 
+def show(dbt: PlainDbt, sql: str) -> list[dict]:
+    """The rows of a query, read through plain dbt (its own session on the data folder)."""
+    result = ok(dbt("show", "--inline", sql, "--output", "json", "--limit", "-1", "--quiet"))
+    return json.loads(result.stdout[result.stdout.index("{") :])["show"]
+
+
+def land(data: Path, batches: int) -> None:
+    """Land batches 1..n, deterministic from the seed (batches already there stay as they are)."""
+    generate_landing(
+        ["--out", str(data), "--users", "200", "--videos", "50", "--events-per-batch", "300",
+         "--batches", str(batches)]
+    )  # fmt: skip
+
+
+def users_truth(data: Path, batch: int) -> pd.DataFrame:
+    """The source `users` table after `batch`, from the generator's ground truth."""
+    truth = pd.read_parquet(data / "truth" / "users" / f"batch={batch:06d}.parquet")
+    return truth.rename(columns={"level": "user_level"}).set_index("user_id")
+
+
 @pytest.fixture(scope="module")
 def plain_dbt(tmp_path_factory: pytest.TempPathFactory) -> PlainDbt:
     data = tmp_path_factory.mktemp("plain_dbt")
-    generate_landing(
-        ["--out", str(data), "--users", "200", "--videos", "50", "--events-per-batch", "300"]
-    )
+    land(data, batches=1)
     dbt = PlainDbt(data=data, target_path=data / "target", project=PROJECT_DIR)
     ok(dbt("build"))
     print(f"plain dbt build on a fresh data folder: {dbt.seconds:.0f} s")
@@ -85,6 +107,10 @@ def test_build_on_a_fresh_data_folder(plain_dbt: PlainDbt):
     assert results and all(r["status"] in ("success", "pass") for r in results)
     models = {r["unique_id"] for r in results if r["unique_id"].startswith("model.")}
     assert "model.lakehouse.dim_users" in models and "model.lakehouse.dws_video__daily" in models
+    # the default selector builds the dimensions' history too: the snapshots' first run
+    assert {"snapshot.lakehouse.dim_users_history", "snapshot.lakehouse.dim_videos_history"} <= {
+        r["unique_id"] for r in results
+    }
     # the session was the project's: warehouse and metastore under the fresh data folder
     assert (plain_dbt.data / "metastore" / "metastore_db").is_dir()
     assert any((plain_dbt.data / "warehouse").rglob("*.parquet"))
@@ -97,11 +123,11 @@ def test_docs_generate_lists_every_iceberg_table_with_columns_and_stats(plain_db
     iceberg = [
         uid
         for uid, node in manifest.items()
-        if node["resource_type"] == "model"
+        if node["resource_type"] in ("model", "snapshot")
         and node["config"].get("file_format") == "iceberg"
-        and node["config"]["materialized"] != "ephemeral"
-    ]
-    assert len(iceberg) >= 8
+        and node["config"]["materialized"] in ("table", "incremental", "snapshot")
+    ]  # (a view, e.g. ods_landing__undeclared_fields, is no Iceberg table and has no stats)
+    assert len(iceberg) >= 10 and "snapshot.lakehouse.dim_users_history" in iceberg
     for uid in iceberg:
         assert uid in catalog, f"{uid} missing from catalog.json"
         entry = catalog[uid]
@@ -112,12 +138,12 @@ def test_docs_generate_lists_every_iceberg_table_with_columns_and_stats(plain_db
 
 
 def test_source_freshness_reads_the_landing_file_listings(plain_dbt: PlainDbt):
-    """Freshness is the age of the newest landed file. Age every file by two days: past the
-    error thresholds of both sources, which a scheduler sees as exit code 1."""
-    two_days_ago = time.time() - 2 * 86400
+    """Freshness is the age of the newest landed file. Age every file by four days: past the
+    error thresholds of both sources (24 h and 72 h), which a scheduler sees as exit code 1."""
+    four_days_ago = time.time() - 4 * 86400
     for path in (plain_dbt.data / "landing").rglob("*"):
         if path.is_file():
-            os.utime(path, (two_days_ago, two_days_ago))
+            os.utime(path, (four_days_ago, four_days_ago))
     result = plain_dbt("source", "freshness")
     sources = {r["unique_id"]: r for r in plain_dbt.artifact("sources.json")["results"]}
     assert set(sources) == {
@@ -125,7 +151,7 @@ def test_source_freshness_reads_the_landing_file_listings(plain_dbt: PlainDbt):
         "source.lakehouse.appdb.user_changes_files",
         "source.lakehouse.appdb.video_changes_files",
     }
-    stamp = time.strftime("%Y-%m-%dT%H", time.gmtime(two_days_ago))
+    stamp = time.strftime("%Y-%m-%dT%H", time.gmtime(four_days_ago))
     for uid, source in sources.items():
         assert source["status"] == "error", (uid, source["status"])
         assert source["max_loaded_at"].startswith(stamp), (uid, source["max_loaded_at"])
@@ -144,7 +170,7 @@ def project_copy(plain_dbt: PlainDbt, tmp_path_factory: pytest.TempPathFactory) 
     copy = tmp_path_factory.mktemp("project")
     for name in ("dbt_project.yml", "selectors.yml"):
         shutil.copy(PROJECT_DIR / name, copy / name)
-    for folder in ("models", "macros", "profiles", "tests/dbt"):
+    for folder in ("models", "macros", "snapshots", "profiles", "tests/dbt"):
         shutil.copytree(PROJECT_DIR / folder, copy / folder)
     return copy
 
@@ -199,3 +225,70 @@ def test_a_failing_test_exits_1_and_names_the_node_then_retry_reruns_only_it(
         if r["unique_id"].startswith("test.")
     ]
     assert rerun == ["test.lakehouse.assert_always_fails"]
+
+
+# -- SCD-2 history across a change and a delete, then a full refresh that fails ----------------
+
+def test_snapshot_twice_closes_changed_and_deleted_users(plain_dbt: PlainDbt):
+    """The build took the first snapshot of batch 1. Land batch 2 (users changed and deleted
+    at the source), `dbt run` the layers, `dbt snapshot` again: the second run is the one
+    dbt-adapters #489 refused on Iceberg."""
+    land(plain_dbt.data, batches=2)
+    before, after = users_truth(plain_dbt.data, 1), users_truth(plain_dbt.data, 2)
+    columns = USER_HISTORY_COLUMNS
+    deleted = before.index.difference(after.index)
+    changed = [
+        k for k in before.index.intersection(after.index)
+        if before.loc[k, columns].tolist() != after.loc[k, columns].tolist()
+    ]  # fmt: skip
+    assert len(deleted) and changed  # the seed's batch 2 does both
+
+    ok(plain_dbt("run"))
+    ok(plain_dbt("snapshot"))
+    results = plain_dbt.artifact("run_results.json")["results"]
+    assert {r["unique_id"]: r["status"] for r in results} == {
+        "snapshot.lakehouse.dim_users_history": "success",
+        "snapshot.lakehouse.dim_videos_history": "success",
+    }
+
+    rows = show(
+        plain_dbt,
+        f"select user_id, {', '.join(columns)}, dbt_valid_to is null as is_current"
+        " from dwd.dim_users_history",
+    )
+    history = sorted((r["user_id"], *(r[c] for c in columns), r["is_current"]) for r in rows)
+    assert history == expected_user_history(plain_dbt.data, batches=2)
+    versions = {key: [row[-1] for row in history if row[0] == key] for key in before.index}
+    assert sorted(versions[changed[0]]) == [False, True]  # old version closed, new one current
+    assert versions[deleted[0]] == [False]  # the deleted user's current row, invalidated
+
+
+def test_a_failing_full_refresh_leaves_the_table_its_rows_and_history(
+    plain_dbt: PlainDbt, project_copy: Path
+):
+    """`dbt run --full-refresh` of dim_users whose query fails while Spark runs it (after the
+    plan is made): the old table stays readable, with its rows and its Iceberg history."""
+    model = project_copy / "models/dwd/dimensions/dim_users.sql"
+    failing = "select\n    cast(raise_error('the refresh query fails') as bigint) as user_id,"
+    edit(model, lambda sql: sql.replace("select\n    user_id,", failing, 1))
+    assert failing in model.read_text()
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+
+    failed = plain_dbt("run", "-s", "dim_users", "--full-refresh", project=project_copy)
+    assert failed.returncode == 1, failed.stdout[-3000:]
+    (result,) = plain_dbt.artifact("run_results.json")["results"]
+    assert (result["unique_id"], result["status"]) == ("model.lakehouse.dim_users", "error")
+    assert "the refresh query fails" in result["message"]
+
+    (table,) = show(
+        plain_dbt,
+        "select (select count(*) from dwd.dim_users) as users,"
+        " (select count(*) from dwd.dim_users.history) as commits,"
+        f" (select count(*) from dwd.dim_users.history where made_current_at >= '{started}')"
+        " as commits_since_the_refresh,"
+        " (select count(*) from dwd.dim_users_history) as versions",
+    )
+    assert table["users"] == len(users_truth(plain_dbt.data, 2))
+    assert table["commits"] >= 2  # batch 1's create and batch 2's merge, still there
+    assert table["commits_since_the_refresh"] == 0
+    assert table["versions"] > table["users"]  # the SCD-2 history is untouched too

@@ -12,7 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from layers import assert_events_reconcile_per_file, assert_landed_lines_in_ods_once, check_layers
+from layers import (
+    assert_events_reconcile_per_file,
+    assert_landed_lines_in_ods_once,
+    assert_user_history,
+    check_layers,
+)
 
 from scripts.generate_landing import LandingGenerator, Scale
 
@@ -26,6 +31,8 @@ TABLES = [
     "dwd.dwd_quarantine__rejected_records",
     "dwd.dim_users",
     "dwd.dim_videos",
+    "dwd.dim_users_history",
+    "dwd.dim_videos_history",
     "dws.dws_video__daily",
     "dws.dws_user__daily",
 ]
@@ -63,6 +70,7 @@ def built(spark, dbt, data_dir):
         assert_landed_lines_in_ods_once(spark, data_dir / "landing")
         assert_events_reconcile_per_file(spark)
         observed.append(check_layers(spark, data_dir, batch))
+        assert_user_history(spark, data_dir, batch)  # the build's snapshot of this batch
     return observed
 
 
