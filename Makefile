@@ -1,10 +1,13 @@
 # Two commands: `make build` (sample data + dbt build of every layer) and `make test`.
-# Each creates .venv and installs the pinned dependencies from pyproject.toml when missing.
+# Each creates .venv and installs the pinned dependencies from pyproject.toml when missing;
+# `make setup` only installs (then plain `.venv/bin/dbt build --profiles-dir profiles` works).
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: build test lint clean
+.PHONY: setup build test lint clean
+
+setup: $(STAMP)
 
 build: $(STAMP)
 	$(VENV)/bin/lakehouse build
@@ -18,7 +21,10 @@ lint: $(STAMP)
 $(STAMP): pyproject.toml
 	@echo "==> creating $(VENV) and installing pinned dependencies (first run: a few minutes)"
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	@$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]' > $(VENV)/install.log 2>&1 \
+	@# editable_mode=compat puts the project folder on sys.path, where dbt finds its plugin
+	@# dbt_lakehouse (dbt-core lists top-level modules; the default editable mode hides them).
+	@$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		--config-settings editable_mode=compat -e '.[dev]' > $(VENV)/install.log 2>&1 \
 		|| (tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1)
 	@touch $@
 

@@ -38,7 +38,6 @@ from scripts.spark_config import (
     PROJECT_DIR,
     ClusterSettings,
     cluster_spark_conf,
-    iceberg_runtime_jar,
     metastore_conf,
     pyiceberg_catalog_properties,
 )
@@ -229,7 +228,7 @@ def _command(component: str, cluster: ClusterSettings) -> list[str]:
         str(bin_dir / "spark-submit"),
         *("--master", cluster.master_url),
         *("--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"),
-        *("--driver-class-path", str(iceberg_runtime_jar())),
+        *("--driver-class-path", conf["spark.driver.extraClassPath"]),
     ]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
@@ -278,6 +277,17 @@ def _wait(
         time.sleep(delay)
         delay = min(delay * 1.5, 2.0)
     return time.monotonic() - started
+
+
+def start_metastore(cluster: ClusterSettings) -> subprocess.Popen[bytes]:
+    """Only the metastore service (for embedded sessions in several processes to share one
+    catalog: LAKEHOUSE_METASTORE_URI); stop it by killing its process group."""
+    for folder in (cluster.logs, cluster.run, cluster.warehouse, cluster.metastore):
+        folder.mkdir(parents=True, exist_ok=True)
+    process = _launch("metastore", cluster)
+    log = _log(cluster, "metastore")
+    _wait("metastore", lambda: _ready("metastore", cluster), START_TIMEOUT_S, process, log)
+    return process
 
 
 def start(cluster: ClusterSettings, log: Callable[[str], None] = print) -> dict[str, int]:

@@ -5,7 +5,11 @@ Sources (as a message-queue connector would land them, JSON lines):
   appdb_users/batch=NNNNNN/     changelog of the users table (Flink row kinds +I -U +U -D)
   appdb_videos/batch=NNNNNN/    changelog of the videos table
 
-Besides the landing zone it writes the ground truth (`truth/<table>/batch=NNNNNN.parquet`):
+Each batch folder is written as a connector writes it (scripts/landing.py): part files under
+hidden names, renamed when whole, then the completion marker `_SUCCESS`. The landing zone may
+be any URI pyarrow can write (`--landing s3a://bucket/landing`); it defaults to the configured
+LAKEHOUSE_LANDING_DIR. Besides the landing zone it writes the ground truth
+(`<out>/truth/<table>/batch=NNNNNN.parquet`):
 the source tables' state after each batch. Output is a pure function of the arguments:
 batch k is byte-identical whether written alone or with the others, so re-running with a
 larger --batches appends new batches the way a scheduler would find them.
@@ -14,10 +18,9 @@ larger --batches appends new batches the way a scheduler would find them.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -26,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from scripts.cli import parser_from_doc
+from scripts.landing import LandingZone
 
 EVENT_TYPES = np.array(["impression", "play", "like", "share", "comment", "follow"])
 EVENT_WEIGHTS = np.array([0.50, 0.30, 0.08, 0.03, 0.05, 0.04])
@@ -46,6 +50,8 @@ class Scale:
     # Share of the dimension rows changed per batch (article 004: about 1/10,000).
     change_fraction: float = 1e-4
     min_changes_per_batch: int = 12
+    # Part files per batch folder: a batch lands file by file, then its marker.
+    files_per_batch: int = 2
 
 
 @dataclass
@@ -96,8 +102,20 @@ def _video_row(rng: np.random.Generator, video_id: int, at: datetime, users: int
 class LandingGenerator:
     """Deterministic source systems; `run()` replays them batch by batch."""
 
-    def __init__(self, out: Path, seed: int, scale: Scale):
+    def __init__(
+        self,
+        out: Path,
+        seed: int,
+        scale: Scale,
+        landing: str | Path | None = None,
+        after_file: Callable[[str], None] | None = None,
+    ):
+        """`out`: the data folder (ground truth under it; landing zone too unless `landing`
+        names one). `after_file(path)` is called as each file becomes visible: tests use it
+        to run a build in the middle of a batch."""
         self.out = out
+        self.zone = LandingZone(landing if landing is not None else out / "landing")
+        self.after_file = after_file or (lambda _path: None)
         self.seed = seed
         self.scale = scale
         self.rng = np.random.default_rng(seed)
@@ -283,19 +301,19 @@ class LandingGenerator:
     def _write_batch(
         self, source: str, batch: int, records: pd.DataFrame, extra_lines: list[str]
     ) -> int:
-        folder = self.out / "landing" / source / f"batch={batch:06d}"
-        if folder.exists():
+        folder = self.zone.batch_folder(source, batch)
+        if self.zone.is_complete(folder):
             return 0
-        tmp = folder.with_name(folder.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
         text = records.to_json(orient="records", lines=True, date_format="iso")
-        with open(tmp / "part-00000.jsonl", "w") as handle:
-            handle.write(text if text.endswith("\n") or not text else text + "\n")
-            for line in extra_lines:
-                handle.write(line + "\n")
-        os.replace(tmp, folder)  # atomic: a scheduled run never sees half a batch
-        return len(records) + len(extra_lines)
+        lines = [*text.splitlines(), *extra_lines]
+        parts = np.array_split(np.arange(len(lines)), max(1, self.scale.files_per_batch))
+        for number, rows in enumerate(parts):
+            body = "".join(lines[i] + "\n" for i in rows)
+            # a rerun after a crash rewrites the same bytes under the same name
+            path = self.zone.write_file(folder, f"part-{number:05d}.jsonl", body)
+            self.after_file(path)
+        self.zone.mark_complete(folder)  # last: only now may a run load the batch
+        return len(lines)
 
     def _write_truth(self, table: SourceTable, batch: int) -> None:
         path = self.out / "truth" / table.name / f"batch={batch:06d}.parquet"
@@ -354,18 +372,18 @@ def _frame(changes: list, extra: list[dict]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True).convert_dtypes()
 
 
-def landed_batches(landing: Path) -> list[str]:
-    return sorted(
-        p.name
-        for p in (landing / "client_events").glob("batch=*")
-        if p.is_dir() and not p.name.endswith(".tmp")
-    )
+def landed_batches(landing: str | Path) -> list[str]:
+    """Complete batch folders of the client events source."""
+    return LandingZone(landing).complete_batches("client_events")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = parser_from_doc("generate-landing", __doc__)
     defaults = Scale()
     parser.add_argument("--out", type=Path, help="data folder (default: the local target's)")
+    parser.add_argument(
+        "--landing", help="landing zone URI or path (default: LAKEHOUSE_LANDING_DIR, <out>/landing)"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--users", type=int, default=defaults.users)
     parser.add_argument("--videos", type=int, default=defaults.videos)
@@ -373,10 +391,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=defaults.batches)
     parser.add_argument("--days-per-batch", type=float, default=defaults.days_per_batch)
     args = parser.parse_args(argv)
-    if args.out is None:
+    if args.out is None or args.landing is None:
         from scripts.spark_config import DataPaths
 
-        args.out = DataPaths.for_target("local").landing.parent
+        paths = DataPaths.for_target("local")
+        if args.landing is None:
+            args.landing = paths.landing if args.out is None else args.out / "landing"
+        args.out = args.out or paths.root
     scale = Scale(
         users=args.users,
         videos=args.videos,
@@ -385,9 +406,10 @@ def main(argv: list[str] | None = None) -> int:
         days_per_batch=args.days_per_batch,
     )
     started = time.monotonic()
-    counts = LandingGenerator(args.out, args.seed, scale).run()
+    generator = LandingGenerator(args.out, args.seed, scale, landing=args.landing)
+    counts = generator.run()
     print(
-        f"wrote {json.dumps(counts)} new records to {args.out / 'landing'} "
+        f"wrote {json.dumps(counts)} new records to {generator.zone.location} "
         f"in {time.monotonic() - started:.1f}s"
     )
     return 0

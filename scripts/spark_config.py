@@ -23,8 +23,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import ClassVar
 
+from scripts.java_helpers import helper_jar
+from scripts.landing import normalize
+
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
+# A project setting carried in the Spark conf: the landing_dir() macro reads it back.
+LANDING_DIR_KEY = "spark.lakehouse.landing_dir"
 LOG4J_CONFIG = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
 
 # Embedded targets run Spark in this process; "cluster" goes through a Thrift server.
@@ -38,7 +43,7 @@ class DataPaths:
     root: Path
     warehouse: Path
     metastore: Path
-    landing: Path
+    landing: str  # a URI (s3a://, hdfs://, file://) kept as given, or an absolute path
 
     @classmethod
     def for_target(cls, target: str) -> DataPaths:
@@ -52,7 +57,7 @@ class DataPaths:
             root=root,
             warehouse=pick("LAKEHOUSE_WAREHOUSE_DIR", root / "warehouse"),
             metastore=pick("LAKEHOUSE_METASTORE_DIR", root / "metastore"),
-            landing=pick("LAKEHOUSE_LANDING_DIR", root / "landing"),
+            landing=normalize(os.environ.get("LAKEHOUSE_LANDING_DIR", root / "landing")),
         )
 
 
@@ -85,6 +90,16 @@ def iceberg_catalog_conf(catalog: str = "spark_catalog") -> dict[str, str]:
     }
 
 
+def metastore_location(embedded_url: str) -> dict[str, str]:
+    """The embedded Derby metastore (one process at a time), or, when LAKEHOUSE_METASTORE_URI
+    names a Hive Metastore service (`lakehouse-cluster`'s, or a team's), that service: then
+    several processes share one catalog, as overlapping scheduled runs do."""
+    uri = os.environ.get("LAKEHOUSE_METASTORE_URI")
+    if not uri:
+        return {"spark.hadoop.javax.jdo.option.ConnectionURL": embedded_url}
+    return {"spark.sql.catalog.spark_catalog.uri": uri, "spark.hadoop.hive.metastore.uris": uri}
+
+
 def spark_conf(target: str = "local") -> dict[str, str]:
     """Every Spark setting of an embedded target, as strings."""
     if target not in MASTERS:
@@ -97,16 +112,18 @@ def spark_conf(target: str = "local") -> dict[str, str]:
     return {
         "spark.master": os.environ.get("LAKEHOUSE_SPARK_MASTER", MASTERS[target]),
         "spark.app.name": f"lakehouse-{target}",
-        "spark.jars": str(iceberg_runtime_jar()),
+        "spark.jars": f"{iceberg_runtime_jar()},{helper_jar()}",
         **iceberg_catalog_conf(),
         "spark.sql.warehouse.dir": str(paths.warehouse),
+        # Not Spark's: the landing zone, read by the landing_dir() macro (plain dbt included).
+        LANDING_DIR_KEY: str(paths.landing),
         # A path-based catalog for the verification scripts' scratch tables: no metastore,
         # and pyiceberg reads its tables straight from their metadata files.
         "spark.sql.catalog.verify": "org.apache.iceberg.spark.SparkCatalog",
         "spark.sql.catalog.verify.type": "hadoop",
         "spark.sql.catalog.verify.warehouse": str(paths.root / "verify"),
         "spark.sql.catalog.verify.cache-enabled": "false",  # Java-API commits must be seen
-        "spark.hadoop.javax.jdo.option.ConnectionURL": metastore_url,
+        **metastore_location(metastore_url),
         # Iceberg's own metastore client checks the schema version that Spark's Hive client
         # never records: a fresh process whose first statement reads a metadata table
         # (`db.t.snapshots`) failed with "Version information not found in metastore".
@@ -224,7 +241,7 @@ def metastore_conf(cluster: ClusterSettings) -> dict[str, str]:
 
 def cluster_spark_conf(cluster: ClusterSettings) -> dict[str, str]:
     """Every Spark setting of the Thrift server submitted to the standalone cluster."""
-    jar = str(iceberg_runtime_jar())
+    jar = f"{iceberg_runtime_jar()}:{helper_jar()}"
     java_options = f"{cluster.marker} -Duser.timezone=UTC"
     return {
         "spark.master": cluster.master_url,
@@ -233,6 +250,8 @@ def cluster_spark_conf(cluster: ClusterSettings) -> dict[str, str]:
         "spark.sql.catalog.spark_catalog.uri": cluster.metastore_uri,
         "spark.hadoop.hive.metastore.uris": cluster.metastore_uri,
         "spark.sql.warehouse.dir": str(cluster.warehouse),
+        # The server reads the landing files from the same local path as the local target.
+        LANDING_DIR_KEY: str(DataPaths.for_target("local").landing),
         # `--jars` alone fails (NoClassDefFoundError: org/apache/iceberg/spark/PathIdentifier):
         # the runtime must be on the driver's and the executors' system class path.
         "spark.driver.extraClassPath": jar,

@@ -1,16 +1,23 @@
-{#- The incremental watermark of every model below ODS: rows whose ODS load time is later
-    than the latest one this model has processed. ODS stamps every row of one load with the
-    same time, so nothing is skipped or taken twice. On a first build: every row.
-    `target_column` names the watermark in this model when it differs; `target_filter`
-    narrows it (e.g. one watermark per source in a shared table). -#}
-{% macro loaded_since_last_run(column='_loaded_at', target_column=none, target_filter=none) %}
-    {%- if is_incremental() -%}
-        {{ column }} > (
-            select coalesce(max({{ target_column or column }}), timestamp'1970-01-01')
-            from {{ this }}
-            {%- if target_filter %} where {{ target_filter }}{% endif %}
-        )
-    {%- else -%}
+{#- The incremental filter of every model below ODS: rows whose ODS load id is above the
+    highest one this model has processed. Load ids come from the run lock and only grow, and
+    only the lock's holder writes, so no load is skipped or taken twice, whatever the clocks
+    say or however runs overlap. The watermark is resolved before the model's SQL runs and
+    rendered as a literal (Iceberg prunes files by it; a reviewer sees it in target/).
+    On a first build: every row. `target_column` names the watermark in this model when it
+    differs; `target_filter` narrows it (one watermark per source in a shared table). -#}
+{% macro loaded_since_last_run(column='_load_id', target_column=none, target_filter=none) %}
+    {%- if not is_incremental() -%}
         true
+    {%- else -%}
+        {%- set watermark_sql -%}
+            select coalesce(max({{ target_column or column }}), 0) from {{ this }}
+            {%- if target_filter %} where {{ target_filter }}{% endif %}
+        {%- endset -%}
+        {%- if execute and model.resource_type != 'unit_test' -%}
+            {{ column }} > {{ run_query(watermark_sql).columns[0].values()[0] }}
+        {%- else -%}
+            {#- unit tests give `this` as a fixture: read it inline -#}
+            {{ column }} > ({{ watermark_sql }})
+        {%- endif -%}
     {%- endif -%}
 {% endmacro %}

@@ -1,10 +1,18 @@
-{#- The first rule a changelog record breaks, or null when it can be applied.
-    Expects the typed columns `op`, `<key_column>` and `source_lsn`, and `_corrupt_record`. -#}
+{#- The first rule a changelog record breaks, or null when it can be applied, by the role of
+    its operation: every change needs a known operation, a valid key and log position and a
+    valid arrival identity; only the changes that carry the new state (+I, +U) need their
+    values. A delete or before-image whose other fields do not cast is still applied: the
+    user is deleted whatever their old `level` held.
+    Expects the typed columns `op`, `<key_column>`, `source_lsn`, `is_unparseable`,
+    `delivery_rank`, and the reasons `invalid_arrival_reason` and `invalid_value_reason`. -#}
 {% macro changelog_reject_reason(key_column) %}
     case
-        when _corrupt_record is not null then 'unparseable_record'
+        when is_unparseable then 'unparseable_record'
+        when delivery_rank > 1 then 'redelivered_record'
         when coalesce(op, '') not in ('+I', '-U', '+U', '-D') then 'unknown_change_op'
         when {{ key_column }} is null then 'missing_key'
         when source_lsn is null then 'invalid_source_lsn'
+        when invalid_arrival_reason is not null then invalid_arrival_reason
+        when op in ('+I', '+U') then invalid_value_reason
     end
 {% endmacro %}

@@ -1,33 +1,50 @@
-{#- Registers every source whose `meta.landing_folder` is set as an unmanaged JSON table
-    over that folder of the landing zone, with the columns and types declared in its yml.
-    Runs on every `on-run-start`, so new batch folders are seen by the run that follows. -#}
+{#- Registers every source whose `meta.landing_folder` is set as an unmanaged table over that
+    folder of the landing zone (landing_dir(): a URI or a path, passed on unchanged):
+      landing_format 'text'        one row per file: its whole text (ODS splits it into lines,
+                                   so every landed line is kept raw, fields declared or not);
+      landing_format 'binaryFile'  one row per file: path, size, modification time, without
+                                   reading the content (the load ledger's listing).
+    Runs on every `on-run-start`. A table whose location, format or options changed since it
+    was registered is dropped (metadata only: the files stay) and registered again. -#}
 {% macro register_landing_sources() %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
-    {%- set landing_dir = env_var('LAKEHOUSE_LANDING_DIR') -%}
-    {%- set statements = [] -%}
+    {%- set landing_root = landing_dir() -%}
+    {%- set options = {
+        'text': "wholetext 'true', recursiveFileLookup 'true'",
+        'binaryFile': "recursiveFileLookup 'true'",
+    } -%}
+    {%- set registered = [] -%}
     {%- for node in graph.sources.values() if node.meta.get('landing_folder') -%}
-        {%- if not node.columns -%}
+        {%- set format = node.meta.get('landing_format', 'text') -%}
+        {%- if format not in options -%}
             {{ exceptions.raise_compiler_error(
-                "landing source " ~ node.source_name ~ "." ~ node.name ~ " declares no columns") }}
+                "landing source " ~ node.source_name ~ "." ~ node.name ~ ": landing_format must be one of "
+                ~ (options.keys() | list) ~ ", got " ~ format) }}
         {%- endif -%}
-        {%- set location = landing_dir ~ '/' ~ node.meta['landing_folder'] -%}
-        {%- do statements.append('create schema if not exists ' ~ node.schema) -%}
-        {%- set ddl -%}
-            create table if not exists {{ node.schema }}.{{ node.identifier }} (
-                {%- for column in node.columns.values() %}
-                {{ column.name }} {{ column.data_type or 'string' }}{{ ',' if not loop.last }}
-                {%- endfor %}
-            )
-            using json
-            options (recursiveFileLookup 'true', mode 'PERMISSIVE')
-            location '{{ location }}'
-        {%- endset -%}
-        {%- do statements.append(ddl) -%}
-        {#- a long-lived session caches file listings; new batches must be visible -#}
-        {%- do statements.append('refresh table ' ~ node.schema ~ '.' ~ node.identifier) -%}
+        {%- set location = landing_root.rstrip('/') ~ '/' ~ node.meta['landing_folder'] -%}
+        {%- set ddl = "using " ~ format ~ " options (" ~ options[format] ~ ") location '" ~ location ~ "'" -%}
+        {%- set fingerprint = local_md5(ddl) -%}
+        {%- set table = node.schema ~ '.' ~ node.identifier -%}
+        {%- do run_query('create schema if not exists ' ~ node.schema) -%}
+        {%- if _landing_table_fingerprint(node.schema, node.identifier) != fingerprint -%}
+            {%- do run_query('drop table if exists ' ~ table) -%}
+            {%- do run_query('create table ' ~ table ~ ' ' ~ ddl
+                ~ " tblproperties ('lakehouse.registration' = '" ~ fingerprint ~ "')") -%}
+            {%- do registered.append(table) -%}
+        {%- endif -%}
+        {#- a long-lived session caches file listings; new files must be visible -#}
+        {%- do run_query('refresh table ' ~ table) -%}
     {%- endfor -%}
-    {%- for statement in statements -%}
-        {%- do run_query(statement) -%}
+    {{ log("landing zone " ~ landing_root ~ (": registered " ~ (registered | join(', ')) if registered else ": sources up to date"), info=true) }}
+{% endmacro %}
+
+{#- The registration fingerprint a landing table carries, or none when it does not exist -#}
+{% macro _landing_table_fingerprint(schema, identifier) %}
+    {%- set found = run_query("show tables in " ~ schema ~ " like '" ~ identifier ~ "'") -%}
+    {%- if found.rows | length == 0 -%}{{ return(none) }}{%- endif -%}
+    {%- for row in run_query("show tblproperties " ~ schema ~ "." ~ identifier).rows
+        if row[0] == 'lakehouse.registration' -%}
+        {{ return(row[1]) }}
     {%- endfor -%}
-    {{ log("registered " ~ (statements | length // 3) ~ " landing sources under " ~ landing_dir, info=true) }}
+    {{ return(none) }}
 {% endmacro %}

@@ -1,9 +1,11 @@
 {#- Nightly maintenance outside `dbt run`:
         dbt run-operation iceberg_maintain_all
         dbt run-operation iceberg_maintain_all --args '{select: [dim_users, dim_videos]}'
-    Applies each Iceberg model's own policy (the same decisions as its post-hook) and,
-    because it runs nightly, also the steps too slow for every run (orphan-file removal). -#}
-{% macro iceberg_maintain_all(select=none) %}
+        dbt run-operation iceberg_maintain_all --args '{remove_orphans: false}'
+    Applies each Iceberg model's own policy (the same decisions as its post-hook) and, unless
+    remove_orphans is false, also the step too slow for every run (orphan-file removal):
+    docs/running-dbt.md schedules that one weekly. -#}
+{% macro iceberg_maintain_all(select=none, remove_orphans=true) %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set wanted = none if select is none else ([select] if select is string else select) -%}
     {%- for node in graph.nodes.values()
@@ -15,7 +17,7 @@
             {{ log("maintenance " ~ node.schema ~ "." ~ node.alias ~ ": not built yet, skipped", info=true) }}
         {%- else -%}
             {%- do iceberg_maintain(relation, node.config.get('maintenance') or {}, node.config.get('tblproperties') or {},
-                                    node.config.get('partition_by') is not none, nightly=true) -%}
+                                    node.config.get('partition_by') is not none, nightly=remove_orphans) -%}
         {%- endif -%}
     {%- endfor -%}
 {% endmacro %}

@@ -3,7 +3,7 @@
     `iceberg_maintain`. A model's `maintenance` config (folder defaults, model overrides)
     says what it wants; the table's measured health decides what runs now. -#}
 {% macro iceberg_maintenance(relation=this) %}
-    {%- if not execute -%}{{ return('') }}{%- endif -%}
+    {%- if not execute or config.get('materialized') == 'view' -%}{{ return('') }}{%- endif -%}
     {%- do iceberg_maintain(relation, config.get('maintenance') or {}, config.get('tblproperties') or {},
                             config.get('partition_by') is not none, nightly=false) -%}
     {{ return('') }}

@@ -6,7 +6,8 @@
 }}
 
 {#- One row per client event: valid, typed, first delivery only. Appends new ODS loads;
-    a re-sent event (same event_id) that is already here is not appended again. -#}
+    a re-sent event (same event_id) that is already here is not appended again (it goes to
+    the quarantine as duplicate_event_id; a re-delivered record never gets this far). -#}
 with valid_events as (
     select * from {{ ref('dwd_client__events_checked') }}
     where
@@ -21,8 +22,9 @@ first_deliveries as (
         -- several batches keeps the same row as one build per batch would
         row_number() over (
             partition by event_id
-            order by _batch_id asc, ingested_at asc, kafka_partition asc, kafka_offset asc
-        ) as delivery_rank
+            order by _batch_id asc, ingested_at asc, kafka_partition asc, kafka_offset asc,
+            _source_file asc, _source_line asc
+        ) as event_rank
     from valid_events
 ),
 
@@ -33,7 +35,7 @@ new_events as (
         left anti join {{ this }} as loaded
             on first_deliveries.event_id = loaded.event_id
     {%- endif %}
-    where first_deliveries.delivery_rank = 1
+    where first_deliveries.event_rank = 1
 )
 
 select
@@ -52,6 +54,9 @@ select
     ingested_at,
     kafka_partition,
     kafka_offset,
+    _source_file,
+    _source_line,
     _batch_id,
+    _load_id,
     _loaded_at
 from new_events

@@ -2,7 +2,7 @@
 
 {#- Every landed record that did not make it into DWD, with the reason. Together with the
     DWD tables this accounts for every ODS row: landed = accepted + rejected. Each source
-    has its own load-time watermark; ODS stamps all rows of one load with one time. -#}
+    has its own load-id watermark. -#}
 with client_events_new as (
     select * from {{ ref('dwd_client__events_checked') }}
     where {{ loaded_since_last_run(target_filter="source_table = 'client_events'") }}
@@ -19,7 +19,8 @@ appdb_videos_new as (
 ),
 
 resent_events as (
-    -- valid, but a later delivery of an event already in the detail table
+    -- valid, but another delivery of an event already in the detail table (another line:
+    -- the accepted line itself is in the detail table)
     select
         client_events_new.*,
         'duplicate_event_id' as duplicate_reason
@@ -29,8 +30,8 @@ resent_events as (
     where
         client_events_new.reject_reason is null
         and not (
-            client_events_new.kafka_partition <=> accepted.kafka_partition
-            and client_events_new.kafka_offset <=> accepted.kafka_offset
+            client_events_new._source_file = accepted._source_file
+            and client_events_new._source_line = accepted._source_line
         )
 ),
 
@@ -43,7 +44,9 @@ rejected as (
             kafka_offset,
             raw_record,
             _source_file,
+            _source_line,
             _batch_id,
+            _load_id,
             _loaded_at
         from {{ source_table }}_new
         where reject_reason is not null
@@ -56,7 +59,9 @@ rejected as (
         kafka_offset,
         raw_record,
         _source_file,
+        _source_line,
         _batch_id,
+        _load_id,
         _loaded_at
     from resent_events
 )
@@ -68,6 +73,8 @@ select
     kafka_offset,
     raw_record,
     _source_file,
+    _source_line,
     _batch_id,
+    _load_id,
     _loaded_at
 from rejected

@@ -8,7 +8,7 @@ with events as (
 
 touched_days as (
     select distinct event_date from events
-    where {{ loaded_since_last_run(target_column='_max_loaded_at') }}
+    where {{ loaded_since_last_run(target_column='_max_load_id') }}
 ),
 
 day_events as (
@@ -29,6 +29,7 @@ select
     count_if(event_type = 'follow') as follow_count,
     min(event_at) as first_event_at,
     max(event_at) as last_event_at,
+    max(_load_id) as _max_load_id,
     max(_loaded_at) as _max_loaded_at
 from day_events
 group by user_id, event_date

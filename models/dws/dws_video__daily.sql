@@ -9,7 +9,7 @@ with events as (
 
 touched_days as (
     select distinct event_date from events
-    where {{ loaded_since_last_run(target_column='_max_loaded_at') }}
+    where {{ loaded_since_last_run(target_column='_max_load_id') }}
 ),
 
 day_events as (
@@ -29,6 +29,7 @@ select
     count_if(event_type = 'comment') as comment_count,
     count_if(is_completed_play) as completed_play_count,
     try_divide(count_if(is_completed_play), count_if(event_type = 'play')) as completion_rate,
+    max(_load_id) as _max_load_id,
     max(_loaded_at) as _max_loaded_at
 from day_events
 group by video_id, event_date

@@ -10,15 +10,15 @@ with events as (
 ),
 
 deleted_users as (
-    select distinct try_cast(user_id as bigint) as user_id
+    select distinct try_cast(get_json_object(_raw_line, '$.user_id') as bigint) as user_id
     from {{ ref('ods_appdb__user_changes') }}
-    where op = '-D'
+    where get_json_object(_raw_line, '$.op') = '-D'
 ),
 
 deleted_videos as (
-    select distinct try_cast(video_id as bigint) as video_id
+    select distinct try_cast(get_json_object(_raw_line, '$.video_id') as bigint) as video_id
     from {{ ref('ods_appdb__video_changes') }}
-    where op = '-D'
+    where get_json_object(_raw_line, '$.op') = '-D'
 )
 
 select

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,11 +56,23 @@ def dbt(spark: SparkSession):
     os.environ.update(dbt_env("ci"))
     os.chdir(PROJECT_DIR)
 
-    def invoke(args: list[str], expect_success: bool = True, landing: Path | None = None) -> DbtRun:
+    def invoke(
+        args: list[str],
+        expect_success: bool = True,
+        landing: Path | None = None,
+        on_message: Callable[[str], None] | None = None,
+    ) -> DbtRun:
         """`landing`: read another landing folder for this run only (with var schema_prefix,
-        a build of its own beside the warehouse tests' tables)."""
+        a build of its own beside the warehouse tests' tables). `on_message`: called with
+        each message as dbt emits it (a test can act at a chosen moment of the run)."""
         messages: list[str] = []
-        runner = dbtRunner(callbacks=[lambda event: messages.append(str(event.info.msg))])
+
+        def collect(event: Any) -> None:
+            messages.append(str(event.info.msg))
+            if on_message is not None:
+                on_message(messages[-1])
+
+        runner = dbtRunner(callbacks=[collect])
         saved = os.environ["LAKEHOUSE_LANDING_DIR"]
         if landing is not None:
             os.environ["LAKEHOUSE_LANDING_DIR"] = str(landing)

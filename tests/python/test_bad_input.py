@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from scripts.landing import LandingZone
+
 PREFIX = "badin_"
 INGESTED = "2026-03-02T12:00:00.000Z"
 MISSING = object()  # a field absent from the JSON object (a column dropped upstream)
@@ -94,6 +96,13 @@ EVENTS_1 = [
     ("missing key column", event(14, user_id=MISSING), "invalid_user_id"),
     ("numbers as JSON numbers", event(15, user_id=2, watch_ms=1500), ACCEPTED),
     ("wrong type: arrival time", event(16, _ingested_at="soon"), "invalid_ingested_at"),
+    ("missing arrival time", event(17, _ingested_at=MISSING), "missing_ingested_at"),
+    ("empty arrival time", event(18, _ingested_at=" "), "missing_ingested_at"),
+    (
+        "missing arrival time, far-future event",
+        event(19, _ingested_at=None, event_at="2099-01-01T00:00:00.000Z"),
+        "missing_ingested_at",
+    ),
 ]
 USERS_1 = [
     ("insert", user_change(1, "+I", "1", "1", "one"), ACCEPTED),
@@ -121,16 +130,29 @@ VIDEOS_1 = [
     ("insert", video_change(2, "2", "2"), ACCEPTED),
     ("wrong type: value", video_change(3, "3", "3", duration_ms="long"), "invalid_duration_ms"),
 ]
-EVENTS_2 = [("valid, next batch", event(101, video_id="2"), ACCEPTED)]
+EVENTS_2 = [
+    ("valid, next batch", event(101, video_id="2"), ACCEPTED),
+    # a connector restart re-sends offsets it had landed: same partition and offset
+    ("re-delivered by a connector restart", event(1), "redelivered_record"),
+    ("re-delivered duplicate", event(7, event_id="e-dup"), "redelivered_record"),
+]
 USERS_2 = [
     ("stale change one batch late", user_change(101, "+U", "3", "18", "three-stale"), ACCEPTED),
     ("delete", user_change(102, "-D", "1", "30", "one"), ACCEPTED),
     ("stale update after the delete", user_change(103, "+U", "1", "25", "one-again"), ACCEPTED),
+    # a delete or before-image needs only its key and position: its old values may be junk
+    (
+        "delete with a bad before-image",
+        user_change(104, "-D", "10", "31", "ten", level="n/a", is_creator="maybe"),
+        ACCEPTED,
+    ),
+    ("before-image, bad values", user_change(105, "-U", "11", "32", "x", level="n/a"), ACCEPTED),
+    ("re-delivered change", user_change(2, "+I", "2", "2", "two"), "redelivered_record"),
 ]
 # dim_users after each batch, from the highest source position per key
 DIM_USERS = {
     1: {1: "one", 2: "two-b", 3: "three-c", 10: "ten", 11: "eleven"},
-    2: {2: "two-b", 3: "three-c", 10: "ten", 11: "eleven"},
+    2: {2: "two-b", 3: "three-c", 11: "eleven"},
 }
 SOURCES = {  # landing folder -> (ODS table, quarantine source_table)
     "client_events": ("ods_client__events", "client_events"),
@@ -140,10 +162,11 @@ SOURCES = {  # landing folder -> (ODS table, quarantine source_table)
 
 
 def land(landing: Path, folder: str, batch: int, cases: list) -> None:
-    target = landing / folder / f"batch={batch:06d}"
-    target.mkdir(parents=True, exist_ok=True)
+    zone = LandingZone(landing)
+    target = zone.batch_folder(folder, batch)
     lines = [c[1] if isinstance(c[1], str) else json.dumps(c[1]) for c in cases]
-    (target / "part-00000.jsonl").write_text("\n".join(lines) + "\n")
+    zone.write_file(target, "part-00000.jsonl", "\n".join(lines) + "\n")
+    zone.mark_complete(target)
 
 
 @pytest.fixture(scope="module")
@@ -181,29 +204,34 @@ def build(spark, dbt, data_dir: Path):
     return states
 
 
-def fate(state: dict, source_table: str, case: tuple) -> str:
-    """Where one landed record ended up: 'accepted' or its quarantine reason(s)."""
+def fate(state: dict, source_table: str, batch: int, case: tuple) -> str:
+    """Where one landed record of a batch ended up: 'accepted' or its quarantine reason(s)."""
     record = case[1]
-    rejected = [r for r in state["rejected"] if r.source_table == source_table]
+    rejected = [
+        r for r in state["rejected"] if r.source_table == source_table and int(r._batch_id) == batch
+    ]
     if isinstance(record, str):  # unparseable: only its raw text identifies it
         return ",".join(r.reject_reason for r in rejected if r.raw_record == record) or "lost"
     offset = int(record["_kafka_offset"])
     reasons = [r.reject_reason for r in rejected if r.kafka_offset == offset]
-    accepted = source_table != "client_events" or offset in state["events"]
+    event = state["events"].get(offset)
+    accepted = source_table != "client_events" or (event and int(event._batch_id) == batch)
     if source_table != "client_events":
         return ",".join(reasons) or ACCEPTED  # applied changes are checked via dim_users
     return ",".join(reasons + ([ACCEPTED] if accepted else [])) or "lost"
 
 
 @pytest.mark.parametrize(
-    ("source_table", "case"),
-    [("client_events", c) for c in EVENTS_1 + EVENTS_2]
-    + [("appdb_users", c) for c in USERS_1 + USERS_2]
-    + [("appdb_videos", c) for c in VIDEOS_1],
-    ids=lambda value: value[0] if isinstance(value, tuple) else value,
+    ("source_table", "batch", "case"),
+    [("client_events", 1, c) for c in EVENTS_1]
+    + [("client_events", 2, c) for c in EVENTS_2]
+    + [("appdb_users", 1, c) for c in USERS_1]
+    + [("appdb_users", 2, c) for c in USERS_2]
+    + [("appdb_videos", 1, c) for c in VIDEOS_1],
+    ids=lambda value: value[0] if isinstance(value, tuple) else str(value),
 )
-def test_every_bad_record_lands_or_is_quarantined_with_its_reason(build, source_table, case):
-    assert fate(build[2], source_table, case) == case[2]
+def test_every_bad_record_lands_or_is_quarantined_with_its_reason(build, source_table, batch, case):
+    assert fate(build[2], source_table, batch, case) == case[2]
 
 
 def test_landed_equals_accepted_plus_rejected_for_every_source(build):
@@ -233,3 +261,17 @@ def test_accepted_values_are_typed_not_nulled(build):
     events = build[2]["events"]
     assert events[15].user_id == 2 and events[15].watch_ms == 1500
     assert events[13].region is None and events[12].region == "cn"
+
+
+def test_fields_no_source_declares_stay_raw_and_are_reported(spark, build):
+    """An upstream field added before the yml declares it is kept in ODS's raw line and
+    listed as schema drift with its line count, ready to be surfaced by a model change."""
+    drift = {
+        (r.source_table, r.field_name): r.line_count
+        for r in spark.sql(f"select * from {PREFIX}ods.ods_landing__undeclared_fields").collect()
+    }
+    assert drift == {("client_events", "ab_test_group"): 1, ("appdb_users", "vip"): 1}
+    raw = spark.sql(f"""
+        select get_json_object(_raw_line, '$.ab_test_group') from {PREFIX}ods.ods_client__events
+        where get_json_object(_raw_line, '$._kafka_offset') = '12'""").first()[0]
+    assert raw == "B"

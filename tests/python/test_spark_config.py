@@ -17,8 +17,12 @@ from scripts.spark_config import (
 def test_conf_points_at_a_real_iceberg_runtime_and_loopback(monkeypatch, tmp_path):
     monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(tmp_path))
     conf = spark_conf("ci")
-    assert Path(conf["spark.jars"]).name == "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
-    assert Path(conf["spark.jars"]).is_file()
+    jars = [Path(jar) for jar in conf["spark.jars"].split(",")]
+    assert [jar.name for jar in jars] == [
+        "iceberg-spark-runtime-3.5_2.12-1.10.2.jar",
+        "lakehouse-helpers.jar",  # compiled from scripts/java on first use
+    ]
+    assert all(jar.is_file() for jar in jars)
     assert conf["spark.sql.catalog.spark_catalog"] == "org.apache.iceberg.spark.SparkSessionCatalog"
     assert conf["spark.hadoop.iceberg.engine.hive.lock-enabled"] == "true"  # see session.py
     assert conf["spark.driver.bindAddress"] == "127.0.0.1"
@@ -31,8 +35,25 @@ def test_each_location_can_be_overridden(monkeypatch, tmp_path):
     monkeypatch.setenv("LAKEHOUSE_LANDING_DIR", str(tmp_path / "elsewhere"))
     paths = DataPaths.for_target("local")
     assert paths.warehouse == tmp_path / "root" / "warehouse"
-    assert paths.landing == tmp_path / "elsewhere"
+    assert paths.landing == str(tmp_path / "elsewhere")
     assert dbt_env("local")["LAKEHOUSE_LANDING_DIR"] == str(tmp_path / "elsewhere")
+
+
+@pytest.mark.parametrize(
+    "location",
+    ["s3a://bucket/landing", "hdfs://namenode:8020/data/landing", "file:///srv/landing"],
+)
+def test_a_landing_uri_passes_through_settings_unchanged(monkeypatch, tmp_path, location):
+    monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("LAKEHOUSE_LANDING_DIR", location)
+    assert DataPaths.for_target("ci").landing == location
+    assert dbt_env("ci")["LAKEHOUSE_LANDING_DIR"] == location
+
+
+def test_a_relative_landing_path_becomes_absolute(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LAKEHOUSE_LANDING_DIR", "data/landing")
+    assert DataPaths.for_target("ci").landing == str(tmp_path / "data" / "landing")
 
 
 def test_unknown_target_is_refused():
@@ -58,8 +79,9 @@ def test_thrift_server_shares_the_catalog_settings_and_binds_loopback(tmp_path):
         assert conf[key] == value, key
     assert conf["spark.sql.catalog.spark_catalog.uri"] == "thrift://127.0.0.1:19083"
     assert conf["spark.hadoop.hive.metastore.uris"] == "thrift://127.0.0.1:19083"
-    jar = Path(conf["spark.executor.extraClassPath"])
-    assert jar.is_file() and conf["spark.driver.extraClassPath"] == str(jar)
+    jars = [Path(jar) for jar in conf["spark.executor.extraClassPath"].split(":")]
+    assert all(jar.is_file() for jar in jars) and len(jars) == 2
+    assert conf["spark.driver.extraClassPath"] == conf["spark.executor.extraClassPath"]
     assert conf["spark.driver.bindAddress"] == "127.0.0.1"
     assert cluster.marker in conf["spark.executor.extraJavaOptions"]
     assert "javax.jdo.option.ConnectionURL" not in " ".join(conf)  # no embedded Derby here

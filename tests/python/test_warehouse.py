@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from layers import assert_events_reconcile_per_file, assert_landed_lines_in_ods_once, check_layers
 
 from scripts.generate_landing import LandingGenerator, Scale
 
 SCALE = Scale(users=400, videos=120, events_per_batch=1_500, batches=3, min_changes_per_batch=15)
 SEED = 11
-EVENT_TYPES = {"impression", "play", "like", "share", "comment", "follow"}
 TABLES = [
     "ods.ods_client__events",
     "ods.ods_appdb__user_changes",
@@ -37,118 +37,17 @@ def land(data_dir: Path, batches: int) -> None:
     LandingGenerator(data_dir, SEED, scale).run(log=lambda _: None)
 
 
-# -- independent expectations ------------------------------------------------------------
-
-
-def landed_events(data_dir: Path) -> pd.DataFrame:
-    records = []
-    for path in sorted((data_dir / "landing" / "client_events").glob("batch=*/*.jsonl")):
-        for line in path.read_text().splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                continue  # unparseable: quarantined, never aggregated
-    return pd.DataFrame(records)
-
-
-def valid_unique_events(raw: pd.DataFrame) -> pd.DataFrame:
-    events = raw.copy()
-    events["event_at"] = pd.to_datetime(events["event_at"], errors="coerce", utc=True)
-    events["ingested_at"] = pd.to_datetime(events["_ingested_at"], errors="coerce", utc=True)
-    user = pd.to_numeric(events["user_id"], errors="coerce")
-    video = pd.to_numeric(events["video_id"], errors="coerce")
-    valid = (
-        events["event_id"].fillna("").str.strip().ne("")
-        & user.notna()
-        & video.notna()
-        & events["event_type"].isin(EVENT_TYPES)
-        & events["event_at"].notna()
-        & ~(events["event_at"] > events["ingested_at"] + pd.Timedelta(hours=24))
-    )
-    events = events[valid].assign(
-        user_id=user[valid].astype("int64"), video_id=video[valid].astype("int64")
-    )
-    events = events.drop_duplicates("event_id")
-    events["event_date"] = events["event_at"].dt.date
-    events["watch_ms"] = pd.to_numeric(events["watch_ms"], errors="coerce")
-    duration = pd.to_numeric(events["video_duration_ms"], errors="coerce")
-    events["is_completed_play"] = (events["event_type"] == "play") & (
-        events["watch_ms"] >= duration * 0.9
-    )
-    return events
-
-
-def expected_video_daily(events: pd.DataFrame) -> pd.DataFrame:
-    def per_group(g: pd.DataFrame) -> pd.Series:
-        plays = g[g["event_type"] == "play"]
-        return pd.Series(
-            {
-                "impression_count": int((g["event_type"] == "impression").sum()),
-                "play_count": len(plays),
-                "unique_viewers": plays["user_id"].nunique(),
-                "watch_ms": int(plays["watch_ms"].fillna(0).sum()),
-                "like_count": int((g["event_type"] == "like").sum()),
-                "completed_play_count": int(g["is_completed_play"].sum()),
-            }
-        )
-
-    return (
-        events.groupby(["video_id", "event_date"])
-        .apply(per_group, include_groups=False)
-        .reset_index()
-    )
-
-
-def expected_user_daily(events: pd.DataFrame) -> pd.DataFrame:
-    def per_group(g: pd.DataFrame) -> pd.Series:
-        plays = g[g["event_type"] == "play"]
-        return pd.Series(
-            {
-                "event_count": len(g),
-                "play_count": len(plays),
-                "videos_played": plays["video_id"].nunique(),
-                "watch_ms": int(plays["watch_ms"].fillna(0).sum()),
-                "follow_count": int((g["event_type"] == "follow").sum()),
-            }
-        )
-
-    return (
-        events.groupby(["user_id", "event_date"])
-        .apply(per_group, include_groups=False)
-        .reset_index()
-    )
-
-
-def assert_frames_equal(actual: pd.DataFrame, expected: pd.DataFrame, keys: list[str]) -> None:
-    assert len(expected) > 0, "expectation is empty: the test would prove nothing"
-    actual = actual[expected.columns].sort_values(keys).reset_index(drop=True)
-    expected = expected.sort_values(keys).reset_index(drop=True)
-    merged = actual.merge(expected, on=list(expected.columns), how="outer", indicator=True)
-    differing = merged[merged["_merge"] != "both"]
-    assert differing.empty, f"{len(differing)} differing rows:\n{differing.head(20)}"
-
-
-def table(spark, name: str, columns: list[str]) -> pd.DataFrame:
-    return spark.table(name).select(*columns).toPandas()
-
-
-def truth(data_dir: Path, name: str, batch: int) -> pd.DataFrame:
-    return pd.read_parquet(data_dir / "truth" / name / f"batch={batch:06d}.parquet")
-
-
 def checksums(spark) -> dict[str, tuple[int, int]]:
     """(rows, order-independent content hash) per table, ignoring load timestamps."""
     result = {}
     for name in TABLES:
         frame = spark.table(name)
-        columns = [c for c in frame.columns if c not in ("_loaded_at", "_max_loaded_at")]
+        columns = [
+            c for c in frame.columns if c not in ("_loaded_at", "_max_loaded_at", "_load_id")
+        ]
         row = frame.selectExpr("count(*)", f"coalesce(sum(hash({', '.join(columns)})), 0)").first()
         result[name] = (row[0], row[1])
     return result
-
-
-def iso(ts: pd.Series) -> pd.Series:
-    return pd.to_datetime(ts, utc=True).dt.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
 
 
 # -- the scheduled-refresh scenario --------------------------------------------------------
@@ -161,48 +60,10 @@ def built(spark, dbt, data_dir):
     for batch in range(1, SCALE.batches + 1):
         land(data_dir, batch)
         dbt(["build"])
+        assert_landed_lines_in_ods_once(spark, data_dir / "landing")
+        assert_events_reconcile_per_file(spark)
         observed.append(check_layers(spark, data_dir, batch))
     return observed
-
-
-def check_layers(spark, data_dir: Path, batch: int) -> dict:
-    users = table(
-        spark,
-        "dwd.dim_users",
-        ["user_id", "user_name", "region", "is_creator", "user_level", "registered_at"],
-    )
-    users["registered_at"] = iso(users["registered_at"])
-    expected_users = truth(data_dir, "users", batch).rename(columns={"level": "user_level"})
-    expected_users["user_level"] = expected_users["user_level"].astype("int32")
-    users["user_level"] = users["user_level"].astype("int32")
-    assert_frames_equal(users, expected_users, ["user_id"])
-
-    videos = table(
-        spark,
-        "dwd.dim_videos",
-        ["video_id", "author_user_id", "title", "category", "duration_ms", "published_at"],
-    )
-    videos["published_at"] = iso(videos["published_at"])
-    expected_videos = truth(data_dir, "videos", batch)
-    for frame in (videos, expected_videos):
-        frame["duration_ms"] = frame["duration_ms"].astype("int64")
-        frame["author_user_id"] = frame["author_user_id"].astype("int64")
-    assert_frames_equal(videos, expected_videos, ["video_id"])
-
-    events = valid_unique_events(landed_events(data_dir))
-    video_daily = expected_video_daily(events)
-    assert_frames_equal(
-        table(spark, "dws.dws_video__daily", list(video_daily.columns)),
-        video_daily,
-        ["video_id", "event_date"],
-    )
-    user_daily = expected_user_daily(events)
-    assert_frames_equal(
-        table(spark, "dws.dws_user__daily", list(user_daily.columns)),
-        user_daily,
-        ["user_id", "event_date"],
-    )
-    return {"batch": batch, "users": len(users), "events": len(events)}
 
 
 def test_every_batch_matches_ground_truth_and_recomputation(built):

@@ -40,6 +40,7 @@ select
     case op when '-D' then 'delete' when '+I' then 'insert' else 'update' end as _change_op,
     source_lsn as _source_lsn,
     source_committed_at as _source_committed_at,
+    _load_id,
     _loaded_at
 from ranked
 where

@@ -1,40 +1,53 @@
 {{ config(materialized='ephemeral') }}
 
-{#- Every ODS change of `users`, typed, with the first rule it breaks (null when valid). -#}
+{#- Every ODS change of `users` parsed from its raw line, typed, with the first rule it
+    breaks (null when valid; see changelog_reject_reason for the rules by operation). -#}
 with ods as (
-    select * from {{ ref('ods_appdb__user_changes') }}
+    select
+        *,
+        {{ landed_record('appdb', 'user_changes') }} as record
+    from {{ ref('ods_appdb__user_changes') }}
 ),
 
 typed as (
     select
-        op,
-        try_cast(user_id as bigint) as user_id,
-        user_name,
-        region,
-        try_cast(is_creator as boolean) as is_creator,
-        try_cast(level as int) as user_level,
-        try_cast(registered_at as timestamp) as registered_at,
-        try_cast(_source_lsn as bigint) as source_lsn,
-        try_cast(_source_committed_at as timestamp) as source_committed_at,
-        try_cast(_kafka_partition as int) as kafka_partition,
-        try_cast(_kafka_offset as bigint) as kafka_offset,
+        record.op,
+        try_cast(record.user_id as bigint) as user_id,
+        record.user_name,
+        record.region,
+        try_cast(record.is_creator as boolean) as is_creator,
+        try_cast(record.level as int) as user_level,
+        try_cast(record.registered_at as timestamp) as registered_at,
+        try_cast(record._source_lsn as bigint) as source_lsn,
+        try_cast(record._source_committed_at as timestamp) as source_committed_at,
+        try_cast(record._kafka_partition as int) as kafka_partition,
+        try_cast(record._kafka_offset as bigint) as kafka_offset,
         {{ invalid_value_reason([
-            ['is_creator', 'boolean'], ['level', 'int'], ['registered_at', 'timestamp'],
-            ['_source_committed_at', 'timestamp'], ['_kafka_partition', 'int'],
-            ['_kafka_offset', 'bigint'],
+            ['is_creator', 'boolean'],
+            ['level', 'int'],
+            ['registered_at', 'timestamp'],
+            ['_source_committed_at', 'timestamp'],
         ]) }} as invalid_value_reason,
-        _corrupt_record,
-        coalesce(_corrupt_record, {{ landed_record_json('appdb', 'user_changes') }}) as raw_record,
+        {{ invalid_value_reason([['_kafka_partition', 'int'], ['_kafka_offset', 'bigint']]) }}
+            as invalid_arrival_reason,
+        record is null or record._corrupt_record is not null as is_unparseable,
+        _raw_line as raw_record,
         _source_file,
+        _source_line,
         _batch_id,
+        _load_id,
         _loaded_at
     from ods
+),
+
+ranked as (
+    select
+        *,
+        {{ redelivery_rank() }} as delivery_rank
+    from typed
 )
 
 select
     *,
-    coalesce(
-        {{ changelog_reject_reason('user_id') }},
-        invalid_value_reason
-    ) as reject_reason
-from typed
+    {{ changelog_reject_reason('user_id') }} as reject_reason
+from ranked

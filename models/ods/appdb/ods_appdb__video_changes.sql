@@ -1,9 +1,1 @@
-with source as (
-    select
-        *,
-        {{ landed_batch_columns() }}
-    from {{ source('appdb', 'video_changes') }}
-)
-
-select * from source
-{{ unloaded_batches_only() }}
+{{ ods_landed_lines('appdb', 'video_changes') }}

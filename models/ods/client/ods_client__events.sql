@@ -1,9 +1,1 @@
-with source as (
-    select
-        *,
-        {{ landed_batch_columns() }}
-    from {{ source('client', 'events') }}
-)
-
-select * from source
-{{ unloaded_batches_only() }}
+{{ ods_landed_lines('client', 'events') }}

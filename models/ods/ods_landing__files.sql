@@ -1,0 +1,84 @@
+{{ config(materialized='view') }}
+
+{#- The load ledger, readable: every file in the landing zone and every file ODS loaded, one
+    row each, with its state:
+      loaded              in ODS (its lines, load id and batch);
+      waiting_for_marker  its batch folder has no _SUCCESS yet: not loaded, not half-loaded;
+      abandoned           still waiting after var landing_abandoned_after_hours: a writer died;
+      not_loaded_yet      complete but not in ODS: the next run loads it;
+      changed_after_load  the file's size or time differs from what ODS loaded (never reloaded);
+      gone_after_load     loaded, no longer in the landing zone (retention).
+    A view: it reads the landing listing and ODS when queried, nothing is stored. -#}
+{%- set sources = [
+    ['client_events', 'client', 'events', 'ods_client__events'],
+    ['appdb_users', 'appdb', 'user_changes', 'ods_appdb__user_changes'],
+    ['appdb_videos', 'appdb', 'video_changes', 'ods_appdb__video_changes'],
+] %}
+
+with listed as (
+    {%- for source_table, source_name, table_name, model in sources %}
+        select
+            '{{ source_table }}' as source_table,
+            path as file_path,
+            length as file_size,
+            modificationtime as file_modified_at
+        from {{ source(source_name, table_name ~ '_files') }}
+        {{ 'union all' if not loop.last }}
+    {%- endfor %}
+),
+
+loaded as (
+    {%- for source_table, source_name, table_name, model in sources %}
+        select
+            '{{ source_table }}' as source_table,
+            _source_file as file_path,
+            min(_file_size) as file_size,
+            min(_file_modified_at) as file_modified_at,
+            min(_batch_id) as batch_id,
+            min(_load_id) as load_id,
+            count(*) as line_count
+        from {{ ref(model) }}
+        group by _source_file
+        {{ 'union all' if not loop.last }}
+    {%- endfor %}
+),
+
+folders as (
+    select
+        folder,
+        cast(reflect('lakehouse.LandingFolders', 'isComplete', folder) as boolean) as is_complete
+    from (select distinct regexp_extract(file_path, '^(.*)/[^/]+$', 1) as folder from listed)
+)
+
+select
+    coalesce(listed.source_table, loaded.source_table) as source_table,
+    coalesce(listed.file_path, loaded.file_path) as file_path,
+    coalesce(listed.file_size, loaded.file_size) as file_size,
+    coalesce(listed.file_modified_at, loaded.file_modified_at) as file_modified_at,
+    coalesce(
+        loaded.batch_id,
+        nullif(regexp_extract(listed.file_path, 'batch=([0-9]+)/[^/]+$', 1), '')
+    ) as batch_id,
+    loaded.load_id,
+    loaded.line_count,
+    case
+        when listed.file_path is null then 'gone_after_load'
+        when
+            loaded.file_path is not null
+            and (
+                listed.file_size != loaded.file_size
+                or listed.file_modified_at != loaded.file_modified_at
+            )
+            then 'changed_after_load'
+        when loaded.file_path is not null then 'loaded'
+        when folders.is_complete then 'not_loaded_yet'
+        when
+            listed.file_modified_at
+            < current_timestamp() - make_interval(0, 0, 0, 0, {{ var('landing_abandoned_after_hours', 24) }})
+            then 'abandoned'
+        else 'waiting_for_marker'
+    end as file_state
+from listed
+full outer join loaded
+    on listed.source_table = loaded.source_table and listed.file_path = loaded.file_path
+left join folders on regexp_extract(listed.file_path, '^(.*)/[^/]+$', 1) = folders.folder

@@ -1,0 +1,224 @@
+"""Truths computed without the models' SQL, shared by the warehouse tests: the generator's
+ground truth for the dimensions, a pandas recomputation from the landed files for DWS, and
+the landing files themselves for ODS (every landed line exactly once)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+
+from scripts.landing import LandingZone, split_lines
+
+EVENT_TYPES = {"impression", "play", "like", "share", "comment", "follow"}
+SOURCES = {  # landing folder -> ODS model
+    "client_events": "ods_client__events",
+    "appdb_users": "ods_appdb__user_changes",
+    "appdb_videos": "ods_appdb__video_changes",
+}
+
+
+# -- independent expectations ------------------------------------------------------------
+
+
+def landed_files(landing: Path, source: str) -> list[Path]:
+    """The files a correct load holds: visible files of batch folders that are complete."""
+    zone = LandingZone(landing)
+    return [
+        Path(path)
+        for path in zone.visible_files(source)
+        if zone.is_complete(str(Path(path).parent))
+    ]
+
+
+def landed_events(data_dir: Path) -> pd.DataFrame:
+    records = []
+    for path in landed_files(data_dir / "landing", "client_events"):
+        for line in split_lines(path.read_text()):
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                continue  # unparseable: quarantined, never aggregated
+    return pd.DataFrame(records)
+
+
+def valid_unique_events(raw: pd.DataFrame) -> pd.DataFrame:
+    events = raw.copy()
+    events["event_at"] = pd.to_datetime(events["event_at"], errors="coerce", utc=True)
+    events["ingested_at"] = pd.to_datetime(events["_ingested_at"], errors="coerce", utc=True)
+    user = pd.to_numeric(events["user_id"], errors="coerce")
+    video = pd.to_numeric(events["video_id"], errors="coerce")
+    valid = (
+        events["event_id"].fillna("").str.strip().ne("")
+        & user.notna()
+        & video.notna()
+        & events["event_type"].isin(EVENT_TYPES)
+        & events["event_at"].notna()
+        & ~(events["event_at"] > events["ingested_at"] + pd.Timedelta(hours=24))
+    )
+    events = events[valid].assign(
+        user_id=user[valid].astype("int64"), video_id=video[valid].astype("int64")
+    )
+    events = events.drop_duplicates("event_id")
+    events["event_date"] = events["event_at"].dt.date
+    events["watch_ms"] = pd.to_numeric(events["watch_ms"], errors="coerce")
+    duration = pd.to_numeric(events["video_duration_ms"], errors="coerce")
+    events["is_completed_play"] = (events["event_type"] == "play") & (
+        events["watch_ms"] >= duration * 0.9
+    )
+    return events
+
+
+def expected_video_daily(events: pd.DataFrame) -> pd.DataFrame:
+    def per_group(g: pd.DataFrame) -> pd.Series:
+        plays = g[g["event_type"] == "play"]
+        return pd.Series(
+            {
+                "impression_count": int((g["event_type"] == "impression").sum()),
+                "play_count": len(plays),
+                "unique_viewers": plays["user_id"].nunique(),
+                "watch_ms": int(plays["watch_ms"].fillna(0).sum()),
+                "like_count": int((g["event_type"] == "like").sum()),
+                "completed_play_count": int(g["is_completed_play"].sum()),
+            }
+        )
+
+    return (
+        events.groupby(["video_id", "event_date"])
+        .apply(per_group, include_groups=False)
+        .reset_index()
+    )
+
+
+def expected_user_daily(events: pd.DataFrame) -> pd.DataFrame:
+    def per_group(g: pd.DataFrame) -> pd.Series:
+        plays = g[g["event_type"] == "play"]
+        return pd.Series(
+            {
+                "event_count": len(g),
+                "play_count": len(plays),
+                "videos_played": plays["video_id"].nunique(),
+                "watch_ms": int(plays["watch_ms"].fillna(0).sum()),
+                "follow_count": int((g["event_type"] == "follow").sum()),
+            }
+        )
+
+    return (
+        events.groupby(["user_id", "event_date"])
+        .apply(per_group, include_groups=False)
+        .reset_index()
+    )
+
+
+def assert_frames_equal(actual: pd.DataFrame, expected: pd.DataFrame, keys: list[str]) -> None:
+    assert len(expected) > 0, "expectation is empty: the test would prove nothing"
+    actual = actual[expected.columns].sort_values(keys).reset_index(drop=True)
+    expected = expected.sort_values(keys).reset_index(drop=True)
+    merged = actual.merge(expected, on=list(expected.columns), how="outer", indicator=True)
+    differing = merged[merged["_merge"] != "both"]
+    assert differing.empty, f"{len(differing)} differing rows:\n{differing.head(20)}"
+
+
+def table(spark, name: str, columns: list[str]) -> pd.DataFrame:
+    return spark.table(name).select(*columns).toPandas()
+
+
+def truth(data_dir: Path, name: str, batch: int) -> pd.DataFrame:
+    return pd.read_parquet(data_dir / "truth" / name / f"batch={batch:06d}.parquet")
+
+
+def iso(ts: pd.Series) -> pd.Series:
+    return pd.to_datetime(ts, utc=True).dt.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
+
+
+def check_layers(spark, data_dir: Path, batch: int, prefix: str = "") -> dict:
+    """Dimensions against the generator's ground truth after `batch`, DWS against a pandas
+    recomputation from the complete landed files. Tables under `prefix` (var schema_prefix)."""
+    users = table(
+        spark,
+        f"{prefix}dwd.dim_users",
+        ["user_id", "user_name", "region", "is_creator", "user_level", "registered_at"],
+    )
+    users["registered_at"] = iso(users["registered_at"])
+    expected_users = truth(data_dir, "users", batch).rename(columns={"level": "user_level"})
+    expected_users["user_level"] = expected_users["user_level"].astype("int32")
+    users["user_level"] = users["user_level"].astype("int32")
+    assert_frames_equal(users, expected_users, ["user_id"])
+
+    videos = table(
+        spark,
+        f"{prefix}dwd.dim_videos",
+        ["video_id", "author_user_id", "title", "category", "duration_ms", "published_at"],
+    )
+    videos["published_at"] = iso(videos["published_at"])
+    expected_videos = truth(data_dir, "videos", batch)
+    for frame in (videos, expected_videos):
+        frame["duration_ms"] = frame["duration_ms"].astype("int64")
+        frame["author_user_id"] = frame["author_user_id"].astype("int64")
+    assert_frames_equal(videos, expected_videos, ["video_id"])
+
+    events = valid_unique_events(landed_events(data_dir))
+    video_daily = expected_video_daily(events)
+    assert_frames_equal(
+        table(spark, f"{prefix}dws.dws_video__daily", list(video_daily.columns)),
+        video_daily,
+        ["video_id", "event_date"],
+    )
+    user_daily = expected_user_daily(events)
+    assert_frames_equal(
+        table(spark, f"{prefix}dws.dws_user__daily", list(user_daily.columns)),
+        user_daily,
+        ["user_id", "event_date"],
+    )
+    return {"batch": batch, "users": len(users), "events": len(events)}
+
+
+def assert_landed_lines_in_ods_once(spark, landing: Path, prefix: str = "") -> dict[str, int]:
+    """Every line of every complete landed file is in ODS exactly once, as landed, and ODS
+    holds nothing else (no line of an incomplete batch). Returns the line count per source."""
+    counts = {}
+    for source, model in SOURCES.items():
+        expected = Counter()
+        for path in landed_files(landing, source):
+            for number, line in enumerate(split_lines(path.read_text()), start=1):
+                expected[(f"file:{path}", number, line)] += 1
+        rows = spark.sql(
+            f"select _source_file, _source_line, _raw_line from {prefix}ods.{model}"
+        ).collect()
+        actual = Counter((r._source_file, r._source_line, r._raw_line) for r in rows)
+        assert sum(expected.values()) > 0, f"{source}: nothing landed, the check proves nothing"
+        missing, extra = expected - actual, actual - expected
+        assert not missing and not extra, (
+            f"{source}: {sum(missing.values())} landed lines missing from ODS, "
+            f"{sum(extra.values())} extra or doubled; e.g. {list(missing or extra)[:3]}"
+        )
+        counts[source] = sum(expected.values())
+    return counts
+
+
+def assert_events_reconcile_per_file(spark, prefix: str = "") -> None:
+    """landed = accepted + rejected for every client event file, and no event twice."""
+    mismatched = spark.sql(f"""
+        with landed as (
+            select _source_file, count(*) as n from {prefix}ods.ods_client__events group by 1
+        ),
+        accepted as (
+            select _source_file, count(*) as n from {prefix}dwd.dwd_client__events group by 1
+        ),
+        rejected as (
+            select _source_file, count(*) as n from {prefix}dwd.dwd_quarantine__rejected_records
+            where source_table = 'client_events' group by 1
+        )
+        select landed._source_file, landed.n, accepted.n, rejected.n
+        from landed
+        left join accepted on landed._source_file = accepted._source_file
+        left join rejected on landed._source_file = rejected._source_file
+        where landed.n != coalesce(accepted.n, 0) + coalesce(rejected.n, 0)
+    """).collect()
+    assert mismatched == [], mismatched
+    doubled = spark.sql(f"""
+        select event_id from {prefix}dwd.dwd_client__events group by 1 having count(*) > 1
+    """).collect()
+    assert doubled == [], doubled

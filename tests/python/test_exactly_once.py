@@ -1,0 +1,287 @@
+"""Exactly once, whatever the timing of deliveries. Real threads and processes drive the
+timing; the checks start at the landing files: every line of a complete batch is in ODS
+exactly once, landed = accepted + rejected for every file, no event twice in DWD, and the
+dimensions and DWS equal truths computed without the models (tests/python/layers.py).
+
+One warehouse (var schema_prefix) is fed in order:
+  1. batch 1, a plain build;
+  2. batch 2 landed by a writer thread that pauses after its first file until the run has
+     listed the landing zone: the run must load nothing of it (no marker yet);
+  3. batches 3 and 4 landed by a writer thread with seeded random pauses while a run loads;
+  4. batch 5 by a writer process killed after its first file: reported, never half-loaded;
+  5. a connector restart re-delivering a range of offsets, late, into batch 2's folder;
+  6. the killed writer rerun, then one build: everything above reconciles.
+Two builds overlapping in separate processes on one catalog (a metastore service) close it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from layers import (
+    SOURCES,
+    assert_events_reconcile_per_file,
+    assert_landed_lines_in_ods_once,
+    check_layers,
+    landed_files,
+)
+
+from scripts.generate_landing import LandingGenerator, Scale
+from scripts.landing import LandingZone, split_lines
+from scripts.spark_config import PROJECT_DIR, ClusterSettings, remote_catalog_conf
+
+PREFIX = "once_"
+SEED = 31
+SCALE = Scale(
+    users=300,
+    videos=80,
+    events_per_batch=600,
+    batches=1,
+    min_changes_per_batch=10,
+    files_per_batch=3,
+)
+ODS_ONLY = ["run", "--select", "path:models/ods"]
+REDELIVERED_EVENTS = range(40, 100)  # lines of batch 2's first event file, sent again
+REDELIVERED_CHANGES = range(0, 4)
+
+
+class Warehouse:
+    """A data folder of its own and the dbt runs that build it under PREFIX."""
+
+    def __init__(self, root: Path, dbt) -> None:
+        self.root, self.landing, self._dbt = root, root / "landing", dbt
+        self.vars = json.dumps({"schema_prefix": PREFIX})
+
+    def land(self, batches: int, after_file=None) -> None:
+        scale = Scale(**{**SCALE.__dict__, "batches": batches})
+        LandingGenerator(self.root, SEED, scale, after_file=after_file).run(log=lambda _: None)
+
+    def dbt(self, args: list[str], on_message=None):
+        return self._dbt([*args, "--vars", self.vars], landing=self.landing, on_message=on_message)
+
+    def ods_lines_of_batch(self, spark, batch: int) -> int:
+        return sum(
+            spark.sql(
+                f"select count(*) from {PREFIX}ods.{model} where _batch_id = '{batch:06d}'"
+            ).first()[0]
+            for model in SOURCES.values()
+        )
+
+
+def assert_no_line_twice(spark) -> None:
+    for model in SOURCES.values():
+        doubled = spark.sql(f"""
+            select _source_file, _source_line from {PREFIX}ods.{model}
+            group by 1, 2 having count(*) > 1""").collect()
+        assert doubled == [], f"{model}: lines loaded twice: {doubled[:3]}"
+
+
+@pytest.fixture(scope="module")
+def warehouse(spark, dbt, data_dir) -> Warehouse:
+    built = Warehouse(data_dir / "exactly_once", dbt)
+    built.land(1)
+    built.dbt(["build"])
+    assert_landed_lines_in_ods_once(spark, built.landing, PREFIX)
+    check_layers(spark, built.root, 1, PREFIX)
+    return built
+
+
+def test_a_batch_listed_mid_write_waits_for_its_marker(spark, warehouse):
+    """The run lists the landing zone after the writer's first file, before its marker."""
+    first_file_written, listed = threading.Event(), threading.Event()
+
+    def pause_after_first_file(_path: str) -> None:
+        if not first_file_written.is_set():
+            first_file_written.set()
+            assert listed.wait(timeout=600), "the run never listed client events"
+
+    writer = threading.Thread(target=warehouse.land, args=(2, pause_after_first_file))
+    writer.start()
+    assert first_file_written.wait(timeout=120)
+
+    def on_message(message: str) -> None:
+        if message.startswith("landing client.events:"):
+            listed.set()
+
+    run = warehouse.dbt(ODS_ONLY, on_message=on_message)
+    writer.join(timeout=600)
+    assert not writer.is_alive()
+    assert "wait for their batch's _SUCCESS marker" in run.log
+    # the visible first file was not loaded: not half a batch, nothing of it
+    assert warehouse.ods_lines_of_batch(spark, 2) == 0
+    assert_no_line_twice(spark)
+
+
+@pytest.mark.parametrize("batch", [3, 4])
+def test_a_writer_landing_file_by_file_during_a_run(spark, warehouse, batch):
+    """Seeded interleavings: the writer starts and pauses at random moments of the run."""
+    rng = random.Random(batch)
+    pauses = [rng.uniform(0.0, 4.0) for _ in range(3 * SCALE.files_per_batch + 1)]
+
+    def land() -> None:
+        time.sleep(pauses.pop())
+        warehouse.land(batch, after_file=lambda _path: time.sleep(pauses.pop()))
+
+    writer = threading.Thread(target=land)
+    writer.start()
+    warehouse.dbt(ODS_ONLY)
+    writer.join(timeout=600)
+    assert not writer.is_alive()
+    assert_no_line_twice(spark)
+    # each source's batch is loaded whole or not at all, whatever the moment of listing
+    for source, model in SOURCES.items():
+        folder = LandingZone(warehouse.landing).batch_folder(source, batch)
+        landed = sum(len(split_lines(Path(p).read_text())) for p in landed_files_in(folder))
+        loaded = spark.sql(
+            f"select count(*) from {PREFIX}ods.{model} where _batch_id = '{batch:06d}'"
+        ).first()[0]
+        assert loaded in (0, landed), f"{source} batch {batch}: {loaded} of {landed} lines loaded"
+
+
+def landed_files_in(folder: str) -> list[Path]:
+    return sorted(p for p in Path(folder).glob("*.jsonl") if not p.name.startswith("."))
+
+
+def test_a_writer_killed_mid_batch_leaves_nothing_half_loaded(spark, warehouse):
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from scripts.generate_landing import LandingGenerator, Scale\n"
+        f"scale = Scale(**{{**{SCALE.__dict__!r}, 'batches': 5}})\n"
+        "def stall(path):\n"
+        "    print('landed', path, flush=True)\n"
+        "    time.sleep(600)\n"
+        f"root = Path({str(warehouse.root)!r})\n"
+        f"generator = LandingGenerator(root, {SEED}, scale, after_file=stall)\n"
+        "generator.run(log=lambda _: None)\n"
+    )
+    writer = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=PROJECT_DIR, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout.readline().startswith("landed")  # its first file is visible
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(timeout=60)
+    run = warehouse.dbt(ODS_ONLY)
+    assert "wait for their batch's _SUCCESS marker" in run.log
+    assert warehouse.ods_lines_of_batch(spark, 5) == 0
+    states = spark.sql(f"""
+        select file_state, count(*) from {PREFIX}ods.ods_landing__files
+        where batch_id = '000005' group by 1""").collect()
+    assert dict(states) == {"waiting_for_marker": 1}, states
+
+
+def test_a_connector_restart_redelivers_offsets_into_an_old_batch_folder(warehouse):
+    """Records already landed (same partition and offset) arrive again, late, as a new file
+    in batch 2's folder (complete since long): loaded once as lines, rejected as records."""
+    zone = LandingZone(warehouse.landing)
+    for source, lines in (
+        ("client_events", REDELIVERED_EVENTS),
+        ("appdb_users", REDELIVERED_CHANGES),
+    ):
+        folder = zone.batch_folder(source, 2)
+        original = split_lines((Path(folder) / "part-00000.jsonl").read_text())
+        text = "".join(original[i] + "\n" for i in lines)
+        zone.write_file(folder, "part-restart-00000.jsonl", text)
+
+
+def test_after_the_writer_reruns_every_layer_is_exact(spark, warehouse):
+    warehouse.land(5)  # the killed writer, run again: it completes batch 5
+    warehouse.dbt(["build"])
+    counts = assert_landed_lines_in_ods_once(spark, warehouse.landing, PREFIX)
+    assert counts["client_events"] > 5 * SCALE.events_per_batch
+    assert_events_reconcile_per_file(spark, PREFIX)
+    check_layers(spark, warehouse.root, 5, PREFIX)
+    redelivered = dict(
+        spark.sql(f"""
+            select source_table, count(*) from {PREFIX}dwd.dwd_quarantine__rejected_records
+            where reject_reason = 'redelivered_record' and _source_file like '%part-restart%'
+            group by 1""").collect()
+    )
+    assert redelivered == {
+        "client_events": len(REDELIVERED_EVENTS),
+        "appdb_users": len(REDELIVERED_CHANGES),
+    }
+
+
+# -- two overlapping builds in separate processes -------------------------------------------
+
+
+def build_process(env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "scripts.tasks", "dbt", "--target", "ci", "build"],
+        cwd=PROJECT_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_two_overlapping_builds_load_every_file_once(spark, tmp_path_factory):
+    from scripts.cluster import port_open, start_metastore
+
+    root = tmp_path_factory.mktemp("overlap")
+    port = next(p for p in range(19183, 19283) if not port_open("127.0.0.1", p))
+    cluster = ClusterSettings(root=root / "service", metastore_port=port)
+    LandingGenerator(root, SEED, Scale(**{**SCALE.__dict__, "batches": 2})).run(log=lambda _: None)
+    service = start_metastore(cluster)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
+    env.update(
+        LAKEHOUSE_DATA_DIR=str(root),
+        LAKEHOUSE_METASTORE_URI=cluster.metastore_uri,
+        LAKEHOUSE_WAREHOUSE_DIR=str(cluster.warehouse),
+        LAKEHOUSE_DRIVER_MEMORY="1g",
+    )
+    try:
+        runs = [build_process(env), build_process(env)]  # started together: they overlap
+        logs = [run.communicate(timeout=1200)[0] for run in runs]
+        codes = [run.returncode for run in runs]
+        winners = [log for log in logs if "run lock: held by this run" in log]
+        assert len(winners) == 1, [log[-2000:] for log in logs]
+        assert sorted(codes) == [0, 1], [log[-2000:] for log in logs]
+        loser = logs[codes.index(1)]
+        # it lost the lock (or the race to create it) before writing anything
+        assert any(sign in loser for sign in ("run lock", "already exists", "onflict")), loser[
+            -2000:
+        ]
+        for key, value in remote_catalog_conf("overlap", cluster).items():
+            spark.conf.set(key, value)
+        for source, model in SOURCES.items():
+            rows = spark.sql(f"""
+                select count(*), count(distinct _source_file, _source_line)
+                from overlap.ods.{model}""").first()
+            landed = sum(
+                len(split_lines(p.read_text())) for p in landed_files(root / "landing", source)
+            )
+            assert rows[0] == rows[1] == landed, (source, rows, landed)
+    finally:
+        os.killpg(service.pid, signal.SIGKILL)
+        service.wait(timeout=60)
+
+
+def test_landing_registration_follows_the_configured_location(spark, warehouse, tmp_path):
+    """A landing table whose location changed is registered again (not kept by
+    `create table if not exists`), and back."""
+
+    def location() -> str:
+        rows = spark.sql(f"describe table extended {PREFIX}landing.client_events").collect()
+        return next(r.data_type for r in rows if r.col_name == "Location")
+
+    assert location() == f"file:{warehouse.landing}/client_events"
+    operation = ["run-operation", "register_landing_sources", "--vars", warehouse.vars]
+    warehouse._dbt(operation, landing=tmp_path / "moved")
+    assert location() == f"file:{tmp_path}/moved/client_events"
+    warehouse.dbt(operation)
+    assert location() == f"file:{warehouse.landing}/client_events"

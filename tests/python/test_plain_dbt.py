@@ -1,0 +1,192 @@
+"""Plain `dbt`, as CI/CD and an analytics engineer run it: the venv's `dbt` executable in a
+subprocess, on a fresh data folder, with nothing but `--profiles-dir profiles`.
+
+No wrapper and no exported Spark settings: the project's dbt plugin (dbt_lakehouse) starts
+the session from scripts/spark_config.py and creates the metastore's lock tables. One module
+fixture builds once (about a minute of JVM start and build here); the tests read its
+artifacts and run the other commands on the same folder, in file order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from scripts.generate_landing import main as generate_landing
+from scripts.spark_config import PROJECT_DIR
+
+DBT = Path(sys.executable).with_name("dbt")
+TIMEOUT_S = 600  # a hang (the old MetastoreLock.findLock wait) fails instead of blocking CI
+
+
+@dataclass
+class PlainDbt:
+    data: Path
+    target_path: Path  # dbt's target/ (manifest, run_results, catalog)
+    project: Path
+    seconds: float = 0.0
+
+    def __call__(self, *args: str, project: Path | None = None) -> subprocess.CompletedProcess:
+        project = project or self.project
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
+        env.update(
+            LAKEHOUSE_DATA_DIR=str(self.data),
+            LAKEHOUSE_DRIVER_MEMORY="1g",  # beside pytest's own JVM
+            DBT_TARGET_PATH=str(self.target_path),
+            DBT_LOG_PATH=str(self.data / "logs"),
+            # The shared venv may be an editable install of another checkout: put this one
+            # first so dbt finds this checkout's plugin (a `make setup` venv needs nothing).
+            PYTHONPATH=str(PROJECT_DIR),
+        )
+        started = time.monotonic()
+        result = subprocess.run(
+            [str(DBT), *args, "--profiles-dir", "profiles"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+        )
+        self.seconds = time.monotonic() - started
+        return result
+
+    def artifact(self, name: str) -> dict:
+        return json.loads((self.target_path / name).read_text())
+
+
+def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    return result
+
+
+@pytest.fixture(scope="module")
+def plain_dbt(tmp_path_factory: pytest.TempPathFactory) -> PlainDbt:
+    data = tmp_path_factory.mktemp("plain_dbt")
+    generate_landing(
+        ["--out", str(data), "--users", "200", "--videos", "50", "--events-per-batch", "300"]
+    )
+    dbt = PlainDbt(data=data, target_path=data / "target", project=PROJECT_DIR)
+    ok(dbt("build"))
+    print(f"plain dbt build on a fresh data folder: {dbt.seconds:.0f} s")
+    return dbt
+
+
+def test_build_on_a_fresh_data_folder(plain_dbt: PlainDbt):
+    results = plain_dbt.artifact("run_results.json")["results"]
+    assert results and all(r["status"] in ("success", "pass") for r in results)
+    models = {r["unique_id"] for r in results if r["unique_id"].startswith("model.")}
+    assert "model.lakehouse.dim_users" in models and "model.lakehouse.dws_video__daily" in models
+    # the session was the project's: warehouse and metastore under the fresh data folder
+    assert (plain_dbt.data / "metastore" / "metastore_db").is_dir()
+    assert any((plain_dbt.data / "warehouse").rglob("*.parquet"))
+
+
+def test_docs_generate_lists_every_iceberg_table_with_columns_and_stats(plain_dbt: PlainDbt):
+    ok(plain_dbt("docs", "generate"))
+    catalog = plain_dbt.artifact("catalog.json")["nodes"]
+    manifest = plain_dbt.artifact("manifest.json")["nodes"]
+    iceberg = [
+        uid
+        for uid, node in manifest.items()
+        if node["resource_type"] == "model"
+        and node["config"].get("file_format") == "iceberg"
+        and node["config"]["materialized"] != "ephemeral"
+    ]
+    assert len(iceberg) >= 8
+    for uid in iceberg:
+        assert uid in catalog, f"{uid} missing from catalog.json"
+        entry = catalog[uid]
+        declared = set(manifest[uid]["columns"])
+        assert declared <= set(entry["columns"]), (uid, declared - set(entry["columns"]))
+        assert entry["columns"], uid
+        assert entry["stats"]["has_stats"]["value"] is True, uid
+
+
+def test_source_freshness_reads_the_landing_file_listings(plain_dbt: PlainDbt):
+    """Freshness is the age of the newest landed file. Age every file by two days: past the
+    error thresholds of both sources, which a scheduler sees as exit code 1."""
+    two_days_ago = time.time() - 2 * 86400
+    for path in (plain_dbt.data / "landing").rglob("*"):
+        if path.is_file():
+            os.utime(path, (two_days_ago, two_days_ago))
+    result = plain_dbt("source", "freshness")
+    sources = {r["unique_id"]: r for r in plain_dbt.artifact("sources.json")["results"]}
+    assert set(sources) == {
+        "source.lakehouse.client.events_files",
+        "source.lakehouse.appdb.user_changes_files",
+        "source.lakehouse.appdb.video_changes_files",
+    }
+    stamp = time.strftime("%Y-%m-%dT%H", time.gmtime(two_days_ago))
+    for uid, source in sources.items():
+        assert source["status"] == "error", (uid, source["status"])
+        assert source["max_loaded_at"].startswith(stamp), (uid, source["max_loaded_at"])
+    assert result.returncode == 1  # error freshness is a failing exit code a scheduler sees
+
+
+def test_nightly_maintenance_operation(plain_dbt: PlainDbt):
+    nightly = ("run-operation", "iceberg_maintain_all", "--args", "{remove_orphans: false}")
+    result = ok(plain_dbt(*nightly))
+    assert "maintenance " in result.stdout and "dim_users" in result.stdout
+
+
+@pytest.fixture(scope="module")
+def project_copy(plain_dbt: PlainDbt, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's dbt files in a scratch folder, to change a model or add a test."""
+    copy = tmp_path_factory.mktemp("project")
+    for name in ("dbt_project.yml", "selectors.yml"):
+        shutil.copy(PROJECT_DIR / name, copy / name)
+    for folder in ("models", "macros", "profiles", "tests/dbt"):
+        shutil.copytree(PROJECT_DIR / folder, copy / folder)
+    return copy
+
+
+def edit(path: Path, change: Callable[[str], str]) -> None:
+    path.write_text(change(path.read_text()))
+
+
+def test_slim_ci_selects_only_the_modified_model_and_its_children(
+    plain_dbt: PlainDbt, project_copy: Path
+):
+    state = plain_dbt.data / "prod-state"
+    state.mkdir()
+    shutil.copy(plain_dbt.target_path / "manifest.json", state / "manifest.json")
+    edit(project_copy / "models/dws/dws_user__daily.sql", lambda sql: sql + "\n-- changed\n")
+    listed = ok(
+        plain_dbt(
+            "ls", "-s", "state:modified+", "--state", str(state), "--resource-type", "model",
+            "--output", "name", "--quiet", project=project_copy,
+        )
+    )
+    assert listed.stdout.split() == ["dws_user__daily"]
+
+
+def test_a_failing_test_exits_1_and_names_the_node_then_retry_reruns_only_it(
+    plain_dbt: PlainDbt, project_copy: Path
+):
+    (project_copy / "tests/dbt/assert_always_fails.sql").write_text(
+        "-- a deliberately failing data test\nselect 1 as failure\n"
+    )
+    failed = plain_dbt("test", "-s", "assert_always_fails", "dim_users", project=project_copy)
+    assert failed.returncode == 1, failed.stdout[-3000:]
+    results = plain_dbt.artifact("run_results.json")["results"]
+    statuses = {r["unique_id"]: r["status"] for r in results if r["unique_id"].startswith("test.")}
+    assert statuses.pop("test.lakehouse.assert_always_fails") == "fail"
+    assert statuses and set(statuses.values()) == {"pass"}  # dim_users' own tests
+
+    retried = plain_dbt("retry", project=project_copy)
+    assert retried.returncode == 1  # the test still fails: retry re-ran it
+    rerun = [
+        r["unique_id"]
+        for r in plain_dbt.artifact("run_results.json")["results"]
+        if r["unique_id"].startswith("test.")
+    ]
+    assert rerun == ["test.lakehouse.assert_always_fails"]
