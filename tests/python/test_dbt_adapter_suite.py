@@ -60,7 +60,7 @@ from dbt.tests.adapter.simple_snapshot.test_ephemeral_snapshot_hard_deletes impo
     BaseSnapshotEphemeralHardDeletes,
 )
 from dbt.tests.adapter.simple_snapshot.test_snapshot import BaseSimpleSnapshot, BaseSnapshotCheck
-from dbt.tests.util import relation_from_name
+from dbt.tests.util import AnyFloat, relation_from_name
 from dbt_common.tests import disable_test_caching
 
 from scripts.spark_config import PROJECT_DIR, spark_conf
@@ -182,6 +182,16 @@ class TestSnapshotCheckCols(BaseSnapshotCheckCols):
     pass
 
 
+def table_stats(*names: str) -> dict:
+    """The catalog stats of a table whose `show table extended` says `<n> bytes, <n> rows`."""
+    stats = {
+        name: {"id": name, "label": name, "value": AnyFloat(), "include": True, "description": None}
+        for name in names
+    }
+    stats["has_stats"] = {**no_stats()["has_stats"], "value": True}
+    return stats
+
+
 class TestDocsGenerate(BaseDocsGenerate):
     @pytest.fixture(scope="class")
     def models(self):
@@ -202,12 +212,13 @@ class TestDocsGenerate(BaseDocsGenerate):
         return base_expected_catalog(
             project,
             role="root",
-            id_type="int",
+            id_type="long",
             text_type="string",
             time_type="timestamp",
             view_type="view",
             table_type="table",
             model_stats=no_stats(),
+            seed_stats=table_stats("bytes", "rows"),
         )
 
 
@@ -234,6 +245,13 @@ values ('CA', 'Los Angeles', 'Los Angeles', date '2022-02-01');
 """
 
 
+SEED_NULL_AS_NONE = pytest.mark.xfail(
+    strict=True,
+    reason="dbt-spark's session method loads an empty seed value as the string 'None', not "
+    "null (dbt-adapters #487)",
+)
+
+
 class TestIncrementalUniqueKey(BaseIncrementalUniqueKey):
     @pytest.fixture(scope="class")
     def project_config_update(self):
@@ -246,6 +264,24 @@ class TestIncrementalUniqueKey(BaseIncrementalUniqueKey):
             "seed.csv": unique_key_seed_csv,
             "add_new_rows.sql": UNIQUE_KEY_ADD_NEW_ROWS_SQL,
         }
+
+    # The expected tables of these four hold the seed's empty `city` as null; dbt-spark's
+    # session method loads it as the string 'None' (dbt-adapters #487), so one row differs.
+    @SEED_NULL_AS_NONE
+    def test__one_unique_key(self, project):
+        super().test__one_unique_key(project)
+
+    @SEED_NULL_AS_NONE
+    def test__unary_unique_key_list(self, project):
+        super().test__unary_unique_key_list(project)
+
+    @SEED_NULL_AS_NONE
+    def test__duplicated_unary_unique_key_list(self, project):
+        super().test__duplicated_unary_unique_key_list(project)
+
+    @SEED_NULL_AS_NONE
+    def test__trinary_unique_key_list(self, project):
+        super().test__trinary_unique_key_list(project)
 
 
 class TestIncrementalPredicates(BaseIncrementalPredicates):
@@ -422,6 +458,17 @@ snapshots:
 """
 
 
+# dbt's deletion record copies the deleted row's columns only where it finds them among the
+# snapshot's columns; on dbt-spark it finds none, so the record has null id and data
+# (dbt-core #11949; dbt-databricks fixed its copy in dbt-databricks #1244)
+DELETION_RECORD_WITHOUT_DATA = pytest.mark.xfail(
+    strict=True,
+    reason="hard_deletes: new_record writes a deletion record with null source columns on "
+    "dbt-spark (dbt-core #11949)",
+)
+
+
+@DELETION_RECORD_WITHOUT_DATA
 class TestSnapshotNewRecordTimestampMode(BaseSnapshotNewRecordTimestampMode):
     @pytest.fixture(scope="class")
     def snapshots(self):
@@ -455,6 +502,7 @@ class TestSnapshotNewRecordTimestampMode(BaseSnapshotNewRecordTimestampMode):
         return NEW_RECORD_REINSERT_SQL
 
 
+@DELETION_RECORD_WITHOUT_DATA
 class TestSnapshotNewRecordDbtValidToCurrent(BaseSnapshotNewRecordDbtValidToCurrent):
     @pytest.fixture(scope="class")
     def snapshots(self):
