@@ -17,11 +17,15 @@ Fixtures overridden here, and why (the same pattern as dbt-spark's own functiona
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 import yaml
+from dbt.tests.adapter.basic import test_docs_generate as docs
+from dbt.tests.adapter.basic.expected_catalog import base_expected_catalog, no_stats
 from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations
+from dbt.tests.adapter.basic.test_docs_generate import BaseDocsGenerate
 from dbt.tests.adapter.basic.test_empty import BaseEmpty
 from dbt.tests.adapter.basic.test_ephemeral import BaseEphemeral
 from dbt.tests.adapter.basic.test_generic_tests import BaseGenericTests
@@ -40,7 +44,23 @@ from dbt.tests.adapter.incremental.test_incremental_on_schema_change import (
 )
 from dbt.tests.adapter.incremental.test_incremental_predicates import BaseIncrementalPredicates
 from dbt.tests.adapter.incremental.test_incremental_unique_id import BaseIncrementalUniqueKey
+from dbt.tests.adapter.incremental.test_incremental_unique_id import (
+    seeds__seed_csv as unique_key_seed_csv,
+)
+from dbt.tests.adapter.simple_snapshot.new_record_dbt_valid_to_current import (
+    BaseSnapshotNewRecordDbtValidToCurrent,
+)
+from dbt.tests.adapter.simple_snapshot.new_record_timestamp_mode import (
+    BaseSnapshotNewRecordTimestampMode,
+)
+from dbt.tests.adapter.simple_snapshot.new_record_timestamp_mode import (
+    _seed_new_record_mode_statements as dbt_new_record_statements,
+)
+from dbt.tests.adapter.simple_snapshot.test_ephemeral_snapshot_hard_deletes import (
+    BaseSnapshotEphemeralHardDeletes,
+)
 from dbt.tests.adapter.simple_snapshot.test_snapshot import BaseSimpleSnapshot, BaseSnapshotCheck
+from dbt.tests.util import relation_from_name
 from dbt_common.tests import disable_test_caching
 
 from scripts.spark_config import PROJECT_DIR, spark_conf
@@ -118,7 +138,15 @@ class TestEmpty(BaseEmpty):
 
 
 class TestEmptyFlag(BaseTestEmpty):
-    pass
+    @pytest.mark.xfail(
+        strict=True,
+        reason="a view re-created by `create or replace view` keeps serving its first SQL: "
+        "Iceberg's SparkSessionCatalog replaces its own view metadata but reads come through "
+        "the Hive metastore's view text, which the replace does not rewrite (apache/iceberg "
+        "#14557, fix proposed in apache/iceberg #15490); the `--empty` run replaces dbt's views",
+    )
+    def test_run_with_empty(self, project):
+        super().test_run_with_empty(project)
 
 
 class TestEphemeral(BaseEphemeral):
@@ -154,6 +182,62 @@ class TestSnapshotCheckCols(BaseSnapshotCheckCols):
     pass
 
 
+class PositiveNumber:
+    """Matches any number above zero (the catalog holds a table's bytes and rows as ints)."""
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, int | float) and not isinstance(other, bool) and other > 0
+
+    def __repr__(self) -> str:
+        return "PositiveNumber()"
+
+
+def table_stats(*names: str) -> dict:
+    """The catalog stats of a table whose `show table extended` says `<n> bytes, <n> rows`."""
+    stats = {
+        name: {
+            "id": name,
+            "label": name,
+            "value": PositiveNumber(),
+            "include": True,
+            "description": None,
+        }
+        for name in names
+    }
+    stats["has_stats"] = {**no_stats()["has_stats"], "value": True}
+    return stats
+
+
+class TestDocsGenerate(BaseDocsGenerate):
+    @pytest.fixture(scope="class")
+    def models(self):
+        # dbt's second model sets `schema='test'` and expects `<schema>_test`; the project's
+        # generate_schema_name takes a custom schema as given, so name it in full
+        return {
+            "schema.yml": docs.models__schema_yml,
+            "second_model.sql": docs.models__second_model_sql.replace(
+                "schema='test'", "schema=var('alternate_schema')"
+            ),
+            "readme.md": docs.models__readme_md,
+            "model.sql": docs.models__model_sql,
+        }
+
+    @pytest.fixture(scope="class")
+    def expected_catalog(self, project):
+        # dbt-spark's own expected catalog (tests/functional/adapter/test_basic.py)
+        return base_expected_catalog(
+            project,
+            role="root",
+            id_type="long",
+            text_type="string",
+            time_type="timestamp",
+            view_type="view",
+            table_type="table",
+            model_stats=no_stats(),
+            seed_stats=table_stats("bytes", "rows"),
+        )
+
+
 class TestSnapshotTimestamp(BaseSnapshotTimestamp):
     pass
 
@@ -161,10 +245,59 @@ class TestSnapshotTimestamp(BaseSnapshotTimestamp):
 # -- incremental ------------------------------------------------------------------------------
 
 
+# dbt's inserts put string literals into the seed's date column; Spark's ANSI store assignment
+# refuses that (CANNOT_SAFELY_CAST), so the same rows are inserted as date literals.
+UNIQUE_KEY_DUPLICATE_INSERT_SQL = """
+insert into {schema}.seed (state, county, city, last_visit_date)
+values ('CT', 'Hartford', 'Hartford', date '2022-02-14');
+"""
+
+UNIQUE_KEY_ADD_NEW_ROWS_SQL = """
+insert into {schema}.seed (state, county, city, last_visit_date)
+values ('WA', 'King', 'Seattle', date '2022-02-01');
+
+insert into {schema}.seed (state, county, city, last_visit_date)
+values ('CA', 'Los Angeles', 'Los Angeles', date '2022-02-01');
+"""
+
+
+SEED_NULL_AS_NONE = pytest.mark.xfail(
+    strict=True,
+    reason="dbt-spark's session method loads an empty seed value as the string 'None', not "
+    "null (dbt-adapters #487)",
+)
+
+
 class TestIncrementalUniqueKey(BaseIncrementalUniqueKey):
     @pytest.fixture(scope="class")
     def project_config_update(self):
         return {"models": {"+incremental_strategy": "merge"}}
+
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {
+            "duplicate_insert.sql": UNIQUE_KEY_DUPLICATE_INSERT_SQL,
+            "seed.csv": unique_key_seed_csv,
+            "add_new_rows.sql": UNIQUE_KEY_ADD_NEW_ROWS_SQL,
+        }
+
+    # The expected tables of these four hold the seed's empty `city` as null; dbt-spark's
+    # session method loads it as the string 'None' (dbt-adapters #487), so one row differs.
+    @SEED_NULL_AS_NONE
+    def test__one_unique_key(self, project):
+        super().test__one_unique_key(project)
+
+    @SEED_NULL_AS_NONE
+    def test__unary_unique_key_list(self, project):
+        super().test__unary_unique_key_list(project)
+
+    @SEED_NULL_AS_NONE
+    def test__duplicated_unary_unique_key_list(self, project):
+        super().test__duplicated_unary_unique_key_list(project)
+
+    @SEED_NULL_AS_NONE
+    def test__trinary_unique_key_list(self, project):
+        super().test__trinary_unique_key_list(project)
 
 
 class TestIncrementalPredicates(BaseIncrementalPredicates):
@@ -193,6 +326,20 @@ class TestIncrementalOnSchemaChange(BaseIncrementalOnSchemaChange):
     def test_run_incremental_sync_all_columns(self, project):
         super().test_run_incremental_sync_all_columns(project)
 
+    def test_run_incremental_append_new_columns(self, project):
+        # dbt's test goes on to remove a column: that step is the xfail below (dbt-spark's own
+        # suite leaves it out on Delta for the same reason)
+        self.run_incremental_append_new_columns(project)
+
+    @pytest.mark.xfail(
+        strict=True,
+        reason="dbt-spark's merge writes `insert *`, which needs every target column: a column "
+        "the model no longer selects cannot be resolved (UNRESOLVED_COLUMN); project issue #15 "
+        "brings schema evolution",
+    )
+    def test_run_incremental_append_new_columns_remove_one(self, project):
+        self.run_incremental_append_new_columns_remove_one(project)
+
 
 class TestMergeExcludeColumns(BaseMergeExcludeColumns):
     pass
@@ -213,9 +360,200 @@ class TestMicrobatch(BaseMicrobatch):
 # -- snapshots --------------------------------------------------------------------------------
 
 
-class TestSimpleSnapshot(BaseSimpleSnapshot):
+class IcebergFact:
+    """dbt's snapshot classes rebuild their `fact` source with a bare `create table ... as`,
+    which on this catalog is a Hive table: UPDATE and DELETE on it fail, and a Hive table
+    re-created where a dropped one left its files fails with LOCATION_ALREADY_EXISTS. Here
+    `fact` is an Iceberg table, dropped with its files."""
+
+    def create_fact_from_seed(self, where: str | None = None):
+        fact = relation_from_name(self.project.adapter, "fact")
+        seed = relation_from_name(self.project.adapter, "seed")
+        self.project.run_sql(f"drop table if exists {fact} purge")
+        self.project.run_sql(
+            f"create table {fact} using iceberg as select * from {seed} where {where or '1 = 1'}"
+        )
+
+    def add_fact_column(self, column: str | None = None, definition: str | None = None):
+        # dbt passes `varchar(200) default null`: Iceberg takes no column defaults on
+        # Spark 3.5, and a new column is null anyway
+        super().add_fact_column(column, "string")
+
+
+class TestSimpleSnapshot(IcebergFact, BaseSimpleSnapshot):
     pass
 
 
-class TestSnapshotCheck(BaseSnapshotCheck):
+class TestSnapshotCheck(IcebergFact, BaseSnapshotCheck):
     pass
+
+
+# -- snapshot hard deletes (hard_deletes: new_record) -----------------------------------------
+# dbt's fixtures are Postgres SQL (`{database}.{schema}`, `::` casts, `timestamp without time
+# zone`, string literals into timestamp columns). These are dbt-spark's own Spark translations
+# (dbt-spark tests/functional/adapter/test_snapshot_hard_deletes.py) with `using iceberg`
+# instead of Delta: the classes update and delete rows of the tables they create.
+
+NEW_RECORD_COLUMNS = "id, first_name, last_name, email, gender, ip_address, updated_at"
+NEW_RECORD_EXPECTED_COLUMNS = (
+    f"{NEW_RECORD_COLUMNS}, dbt_valid_from, dbt_valid_to, dbt_updated_at, dbt_scd_id, "
+    "dbt_is_deleted"
+)
+NEW_RECORD_SNAPSHOT_ROW = """
+    updated_at as dbt_valid_from,
+    cast(null as timestamp) as dbt_valid_to,
+    updated_at as dbt_updated_at,
+    md5(cast(id as string) || '-' || first_name || '|' || cast(updated_at as string)) as dbt_scd_id,
+    'False' as dbt_is_deleted"""
+
+
+def spark_timestamps(sql: str) -> str:
+    """dbt's Postgres inserts give timestamps as string literals; Spark wants typed ones."""
+    return re.sub(r"'(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)'", r"timestamp '\1'", sql)
+
+
+# dbt's 20 seed rows, as Spark SQL
+NEW_RECORD_SEED_INSERT = spark_timestamps(
+    dbt_new_record_statements[2].replace("{database}.", "").rstrip().rstrip(";")
+)
+
+NEW_RECORD_TABLE_COLUMNS = """
+    id int, first_name string, last_name string, email string, gender string,
+    ip_address string, updated_at timestamp"""
+
+NEW_RECORD_SEED_STATEMENTS = [
+    f"create table {{schema}}.seed ({NEW_RECORD_TABLE_COLUMNS}) using iceberg",
+    f"""create table {{schema}}.snapshot_expected ({NEW_RECORD_TABLE_COLUMNS},
+    dbt_valid_from timestamp, dbt_valid_to timestamp, dbt_scd_id string,
+    dbt_updated_at timestamp, dbt_is_deleted string) using iceberg""",
+    NEW_RECORD_SEED_INSERT,
+    f"""insert into {{schema}}.snapshot_expected ({NEW_RECORD_EXPECTED_COLUMNS})
+select {NEW_RECORD_COLUMNS},{NEW_RECORD_SNAPSHOT_ROW}
+from {{schema}}.seed""",
+]
+
+NEW_RECORD_INVALIDATE_STATEMENTS = [
+    """update {schema}.seed set
+    updated_at = updated_at + interval 1 hour,
+    email = case when id = 20 then 'pfoxj@creativecommons.org' else concat('new_', email) end
+where id >= 10 and id <= 20""",
+    """update {schema}.snapshot_expected set dbt_valid_to = updated_at + interval 1 hour
+where id >= 10 and id <= 20""",
+]
+
+NEW_RECORD_UPDATE_SQL = f"""
+insert into {{schema}}.snapshot_expected ({NEW_RECORD_EXPECTED_COLUMNS})
+select {NEW_RECORD_COLUMNS},{NEW_RECORD_SNAPSHOT_ROW}
+from {{schema}}.seed
+where id >= 10 and id <= 20
+"""
+
+NEW_RECORD_DELETE_SQL = "delete from {schema}.seed where id = 1"
+
+NEW_RECORD_REINSERT_SQL = f"""
+insert into {{schema}}.seed ({NEW_RECORD_COLUMNS}) values
+(1, 'Judith', 'Kennedy', '(not provided)', 'Female', '54.60.24.128',
+ timestamp '2200-01-01 12:00:00')
+"""
+
+# dbt's snapshot selects from `{{target.database}}.{{target.schema}}.seed`; Spark has no database
+NEW_RECORD_SNAPSHOT_SQL = """
+{% snapshot snapshot_actual %}
+    {{ config(unique_key='id || ' ~ "'-'" ~ ' || first_name') }}
+    select * from {{ target.schema }}.seed
+{% endsnapshot %}
+"""
+
+NEW_RECORD_SNAPSHOTS_YML = """
+snapshots:
+  - name: snapshot_actual
+    config:
+      strategy: timestamp
+      updated_at: updated_at
+      hard_deletes: new_record
+"""
+
+
+# dbt's deletion record copies the deleted row's columns only where it finds them among the
+# snapshot's columns; on dbt-spark it finds none, so the record has null id and data
+# (dbt-core #11949; dbt-databricks fixed its copy in dbt-databricks #1244)
+DELETION_RECORD_WITHOUT_DATA = pytest.mark.xfail(
+    strict=True,
+    reason="hard_deletes: new_record writes a deletion record with null source columns on "
+    "dbt-spark (dbt-core #11949)",
+)
+
+
+@DELETION_RECORD_WITHOUT_DATA
+class TestSnapshotNewRecordTimestampMode(BaseSnapshotNewRecordTimestampMode):
+    @pytest.fixture(scope="class")
+    def snapshots(self):
+        return {"snapshot.sql": NEW_RECORD_SNAPSHOT_SQL}
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "snapshots.yml": NEW_RECORD_SNAPSHOTS_YML,
+            "ref_snapshot.sql": "select * from {{ ref('snapshot_actual') }}",
+        }
+
+    @pytest.fixture(scope="class")
+    def seed_new_record_mode_statements(self):
+        return NEW_RECORD_SEED_STATEMENTS
+
+    @pytest.fixture(scope="class")
+    def invalidate_sql_statements(self):
+        return NEW_RECORD_INVALIDATE_STATEMENTS
+
+    @pytest.fixture(scope="class")
+    def update_sql(self):
+        return NEW_RECORD_UPDATE_SQL
+
+    @pytest.fixture(scope="class")
+    def delete_sql(self):
+        return NEW_RECORD_DELETE_SQL
+
+    @pytest.fixture(scope="class")
+    def reinsert_sql(self):
+        return NEW_RECORD_REINSERT_SQL
+
+
+@DELETION_RECORD_WITHOUT_DATA
+class TestSnapshotNewRecordDbtValidToCurrent(BaseSnapshotNewRecordDbtValidToCurrent):
+    @pytest.fixture(scope="class")
+    def snapshots(self):
+        return {
+            "snapshot.sql": "{% snapshot snapshot_actual %}\n"
+            "select * from {{ target.schema }}.seed\n{% endsnapshot %}"
+        }
+
+    @pytest.fixture(scope="class")
+    def seed_new_record_mode_statements(self):
+        return [
+            "create table {schema}.seed (id int, first_name string) using iceberg",
+            "insert into {schema}.seed (id, first_name) values (1, 'Judith'), (2, 'Arthur')",
+        ]
+
+    @pytest.fixture(scope="class")
+    def delete_sql(self):
+        return NEW_RECORD_DELETE_SQL
+
+
+class TestSnapshotEphemeralHardDeletes(BaseSnapshotEphemeralHardDeletes):
+    @pytest.fixture(scope="class")
+    def source_create_sql(self):
+        return """create table {schema}.src_customers (
+    id int, first_name string, last_name string, email string, updated_at timestamp
+) using iceberg"""
+
+    @pytest.fixture(scope="class")
+    def source_insert_sql(self):
+        return """insert into {schema}.src_customers values
+(1, 'John', 'Doe', 'john.doe@example.com', timestamp '2023-01-01 10:00:00'),
+(2, 'Jane', 'Smith', 'jane.smith@example.com', timestamp '2023-01-02 11:00:00'),
+(3, 'Bob', 'Johnson', 'bob.johnson@example.com', timestamp '2023-01-03 12:00:00')"""
+
+    @pytest.fixture(scope="class")
+    def source_alter_sql(self):
+        # Iceberg takes no column default on Spark 3.5: the new column is added empty
+        return "alter table {schema}.src_customers add column dummy_column string"
