@@ -6,8 +6,10 @@
       in-process); also writes b3_maintenance.json/.md with decision_median_s
   b4  dbt build of all layers vs the same SQL run by one PySpark script
   b5  one CDC batch merged into a 1M vs a 10M-row target
+  b6  one batch onto histories of x1, x10 and x100: incremental dbt build, per model
 
-Each writes <out>/<name>.json, <out>/<name>.png and appends to <out>/summary.md. Spark runs
+Each writes <out>/<name>.json, <out>/<name>.md, <out>/<name>.png and appends to
+<out>/summary.md; <out> defaults to docs/results (committed). Spark runs
 in this process on its own data folder (--data-dir, default data/bench), so it never shares
 an embedded metastore with another process. --smoke runs tiny sizes (CI keeps the code
 working with them; the numbers mean nothing).
@@ -15,7 +17,7 @@ working with them; the numbers mean nothing).
     bench all                     # full sizes, 3 repeats
     bench b1 b3 --size medium --repeats 2
     bench all --smoke --out /tmp/bench
-    bench b3 --out docs/results       # the committed B3 result (docs/results/b3_maintenance.*)
+    bench b3 b6                   # the committed B3 and B6 results (docs/results/), idle machine
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from scripts.bench.common import SIZES, BenchContext, BenchResult, fmt
 from scripts.cli import parser_from_doc
 from scripts.spark_config import PROJECT_DIR
 
-NAMES = ("b1", "b2", "b3", "b4", "b5")
+NAMES = ("b1", "b2", "b3", "b4", "b5", "b6")
 
 
 def runner(name: str) -> Callable[[BenchContext], BenchResult]:
@@ -43,6 +45,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         b3_maintenance,
         b4_dbt_overhead,
         b5_scaling,
+        b6_history,
     )
 
     return {
@@ -51,6 +54,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         "b3": b3_maintenance.run,
         "b4": b4_dbt_overhead.run,
         "b5": b5_scaling.run,
+        "b6": b6_history.run,
     }[name]
 
 
@@ -80,11 +84,11 @@ def session(data_dir: Path, target: str) -> SparkSession:
 
 def main(argv: list[str] | None = None) -> int:
     parser = parser_from_doc("bench", __doc__)
-    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b5")
+    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b6")
     parser.add_argument("--size", choices=SIZES, default="full")
     parser.add_argument("--smoke", action="store_true", help="same as --size smoke --repeats 1")
     parser.add_argument("--repeats", type=int, help="repeats per measurement (default 3)")
-    parser.add_argument("--out", type=Path, default=PROJECT_DIR / "results" / "bench")
+    parser.add_argument("--out", type=Path, default=PROJECT_DIR / "docs" / "results")
     parser.add_argument("--data-dir", type=Path, default=PROJECT_DIR / "data" / "bench")
     parser.add_argument("--target", default="local", choices=["local", "ci"])
     args = parser.parse_args(argv)
@@ -104,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     results = run_all(ctx, names)
     missed = [f"{r.name}: {c.name}" for r in results for c in r.checks if not c.met]
-    print(f"results in {args.out} (summary.md, <name>.json, <name>.png)")
+    print(f"results in {args.out} (summary.md, <name>.json, <name>.md, <name>.png)")
     if missed:
         print("goals missed (see summary.md for why): " + "; ".join(missed))
     return 0

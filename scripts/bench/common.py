@@ -246,12 +246,14 @@ def _json_safe(value: Any) -> Any:
 def write_result(
     result: BenchResult, ctx: BenchContext, plot: Callable[[BenchResult, Path], None]
 ) -> dict[str, Path]:
-    """<name>.json, <name>.png and the markdown appended to summary.md."""
+    """<name>.json, <name>.png, <name>.md (this run's markdown) and the same markdown
+    appended to summary.md."""
     ctx.out.mkdir(parents=True, exist_ok=True)
     info = machine(ctx.spark)
     paths = {
         "json": ctx.out / f"{result.name}.json",
         "png": ctx.out / f"{result.name}.png",
+        "md": ctx.out / f"{result.name}.md",
         "summary": ctx.out / "summary.md",
     }
     document = asdict(result)
@@ -259,8 +261,10 @@ def write_result(
     document["machine"] = info
     paths["json"].write_text(json.dumps(_json_safe(document), indent=2, default=str) + "\n")
     plot(result, paths["png"])
+    section = markdown(result, info)
+    paths["md"].write_text(section)
     with paths["summary"].open("a") as summary:
-        summary.write(markdown(result, info))
+        summary.write(section)
     return paths
 
 
