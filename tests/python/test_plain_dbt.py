@@ -229,6 +229,7 @@ def test_a_failing_test_exits_1_and_names_the_node_then_retry_reruns_only_it(
 
 # -- SCD-2 history across a change and a delete, then a full refresh that fails ----------------
 
+
 def test_snapshot_twice_closes_changed_and_deleted_users(plain_dbt: PlainDbt):
     """The build took the first snapshot of batch 1. Land batch 2 (users changed and deleted
     at the source), `dbt run` the layers, `dbt snapshot` again: the second run is the one
