@@ -29,3 +29,8 @@
         map('mode', 'PERMISSIVE', 'columnNameOfCorruptRecord', '_corrupt_record')
     )
 {%- endmacro %}
+
+{#- 'a', 'b', 'c': names as SQL string literals (a list for `in (...)`) -#}
+{% macro _quoted(names) %}
+    {%- for name in names -%}'{{ name }}'{{ ', ' if not loop.last }}{%- endfor -%}
+{% endmacro %}

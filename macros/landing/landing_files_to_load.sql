@@ -8,8 +8,13 @@
     paths as Spark lists them (URIs); the model filters the landing table on them as literals,
     so Spark reads only those files. -#}
 {% macro landing_files_to_load(source_name, table_name) %}
-    {%- if not execute -%}{{ return([]) }}{%- endif -%}
     {%- set listing = source(source_name, table_name ~ '_files') -%}
+    {%- if not execute -%}{{ return([]) }}{%- endif -%}
+    {%- if adapter.get_relation(listing.database, listing.schema, listing.identifier) is none -%}
+        {#- a command without on-run-start (compile, a linter's compile) on a fresh warehouse -#}
+        {{ log("landing " ~ source_name ~ "." ~ table_name ~ ": not registered in this command, nothing to load", info=true) }}
+        {{ return([]) }}
+    {%- endif -%}
     {%- do run_query('refresh table ' ~ listing) -%}
     {%- do run_query('refresh table ' ~ source(source_name, table_name)) -%}
     {%- set query -%}

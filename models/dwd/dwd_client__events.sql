@@ -24,8 +24,9 @@ first_deliveries as (
         -- several batches keeps the same row as one build per batch would
         row_number() over (
             partition by event_id
-            order by _batch_id asc, ingested_at asc, kafka_partition asc, kafka_offset asc,
-            _source_file asc, _source_line asc
+            order by
+                _batch_id asc, ingested_at asc, kafka_partition asc, kafka_offset asc,
+                _source_file asc, _source_line asc
         ) as event_rank
     from valid_events
 ),

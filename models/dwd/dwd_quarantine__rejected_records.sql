@@ -7,7 +7,13 @@
     ref('ods_client__events'), target_filter="source_table = 'client_events'"
 ) %}
 
-with client_events_new as (
+with accepted_in_window as (
+    -- an earlier copy of a new event can only lie in the days a new event can have
+    select * from {{ ref('dwd_client__events') }}
+    where {{ in_events_window(window) }}
+),
+
+client_events_new as (
     select * from {{ ref('dwd_client__events_checked') }}
     where {{ loaded_since_last_run(target_filter="source_table = 'client_events'") }}
 ),
@@ -29,10 +35,7 @@ resent_events as (
         client_events_new.*,
         'duplicate_event_id' as duplicate_reason
     from client_events_new
-    inner join (
-        select * from {{ ref('dwd_client__events') }}
-        where {{ in_events_window(window) }}
-    ) as accepted
+    inner join accepted_in_window as accepted
         on client_events_new.event_id = accepted.event_id
     where
         client_events_new.reject_reason is null

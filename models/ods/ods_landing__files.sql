@@ -47,7 +47,7 @@ folders as (
     select
         folder,
         cast(reflect('lakehouse.LandingFolders', 'isComplete', folder) as boolean) as is_complete
-    from (select distinct regexp_extract(file_path, '^(.*)/[^/]+$', 1) as folder from listed)
+    from (select distinct regexp_extract(file_path, '^(.*)/[^/]+$', 1) as folder from listed) as distinct_folders
 )
 
 select

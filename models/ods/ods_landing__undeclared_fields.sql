@@ -16,8 +16,8 @@ with fields as (
             field_name,
             _load_id
         from {{ ref(model) }}
-        lateral view explode(map_keys(from_json(_raw_line, 'map<string, string>'))) keys as field_name
-        where field_name not in ('{{ landed_field_names(source_name, table_name) | join("', '") }}')
+            lateral view explode(map_keys(from_json(_raw_line, 'map<string, string>'))) keys as field_name
+        where field_name not in ({{ _quoted(landed_field_names(source_name, table_name)) }})
         {{ 'union all' if not loop.last }}
     {%- endfor %}
 )

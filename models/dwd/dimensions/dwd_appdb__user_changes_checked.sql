@@ -11,33 +11,34 @@ with ods as (
 
 typed as (
     select
-        record.op,
-        try_cast(record.user_id as bigint) as user_id,
-        record.user_name,
-        record.region,
-        try_cast(record.is_creator as boolean) as is_creator,
-        try_cast(record.level as int) as user_level,
-        try_cast(record.registered_at as timestamp) as registered_at,
-        try_cast(record._source_lsn as bigint) as source_lsn,
-        try_cast(record._source_committed_at as timestamp) as source_committed_at,
-        try_cast(record._kafka_partition as int) as kafka_partition,
-        try_cast(record._kafka_offset as bigint) as kafka_offset,
+        ods.record.op,
+        try_cast(ods.record.user_id as bigint) as user_id,
+        ods.record.user_name,
+        ods.record.region,
+        try_cast(ods.record.is_creator as boolean) as is_creator,
+        try_cast(ods.record.level as int) as user_level,
+        try_cast(ods.record.registered_at as timestamp) as registered_at,
+        try_cast(ods.record._source_lsn as bigint) as source_lsn,
+        try_cast(ods.record._source_committed_at as timestamp) as source_committed_at,
+        try_cast(ods.record._kafka_partition as int) as kafka_partition,
+        try_cast(ods.record._kafka_offset as bigint) as kafka_offset,
         {{ invalid_value_reason([
             ['is_creator', 'boolean'],
             ['level', 'int'],
             ['registered_at', 'timestamp'],
             ['_source_committed_at', 'timestamp'],
-        ]) }} as invalid_value_reason,
-        {{ invalid_value_reason([['_kafka_partition', 'int'], ['_kafka_offset', 'bigint']]) }}
-            as invalid_arrival_reason,
-        record is null or record._corrupt_record is not null as is_unparseable,
-        _raw_line as raw_record,
-        _source_file,
-        _source_line,
-        _is_redelivery,
-        _batch_id,
-        _load_id,
-        _loaded_at
+        ], 'ods.record') }} as invalid_value_reason,
+        {{ invalid_value_reason(
+            [['_kafka_partition', 'int'], ['_kafka_offset', 'bigint']], 'ods.record'
+        ) }} as invalid_arrival_reason,
+        ods.record is null or ods.record._corrupt_record is not null as is_unparseable,
+        ods._raw_line as raw_record,
+        ods._source_file,
+        ods._source_line,
+        ods._is_redelivery,
+        ods._batch_id,
+        ods._load_id,
+        ods._loaded_at
     from ods
 )
 

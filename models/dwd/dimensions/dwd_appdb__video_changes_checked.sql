@@ -11,33 +11,34 @@ with ods as (
 
 typed as (
     select
-        record.op,
-        try_cast(record.video_id as bigint) as video_id,
-        try_cast(record.author_user_id as bigint) as author_user_id,
-        record.title,
-        record.category,
-        try_cast(record.duration_ms as int) as duration_ms,
-        try_cast(record.published_at as timestamp) as published_at,
-        try_cast(record._source_lsn as bigint) as source_lsn,
-        try_cast(record._source_committed_at as timestamp) as source_committed_at,
-        try_cast(record._kafka_partition as int) as kafka_partition,
-        try_cast(record._kafka_offset as bigint) as kafka_offset,
+        ods.record.op,
+        try_cast(ods.record.video_id as bigint) as video_id,
+        try_cast(ods.record.author_user_id as bigint) as author_user_id,
+        ods.record.title,
+        ods.record.category,
+        try_cast(ods.record.duration_ms as int) as duration_ms,
+        try_cast(ods.record.published_at as timestamp) as published_at,
+        try_cast(ods.record._source_lsn as bigint) as source_lsn,
+        try_cast(ods.record._source_committed_at as timestamp) as source_committed_at,
+        try_cast(ods.record._kafka_partition as int) as kafka_partition,
+        try_cast(ods.record._kafka_offset as bigint) as kafka_offset,
         {{ invalid_value_reason([
             ['author_user_id', 'bigint'],
             ['duration_ms', 'int'],
             ['published_at', 'timestamp'],
             ['_source_committed_at', 'timestamp'],
-        ]) }} as invalid_value_reason,
-        {{ invalid_value_reason([['_kafka_partition', 'int'], ['_kafka_offset', 'bigint']]) }}
-            as invalid_arrival_reason,
-        record is null or record._corrupt_record is not null as is_unparseable,
-        _raw_line as raw_record,
-        _source_file,
-        _source_line,
-        _is_redelivery,
-        _batch_id,
-        _load_id,
-        _loaded_at
+        ], 'ods.record') }} as invalid_value_reason,
+        {{ invalid_value_reason(
+            [['_kafka_partition', 'int'], ['_kafka_offset', 'bigint']], 'ods.record'
+        ) }} as invalid_arrival_reason,
+        ods.record is null or ods.record._corrupt_record is not null as is_unparseable,
+        ods._raw_line as raw_record,
+        ods._source_file,
+        ods._source_line,
+        ods._is_redelivery,
+        ods._batch_id,
+        ods._load_id,
+        ods._loaded_at
     from ods
 )
 
