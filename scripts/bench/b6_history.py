@@ -62,9 +62,10 @@ class B6Size:
 SIZES = {
     "smoke": B6Size(events_per_batch=300, users=150, videos=40, history_batches=4,
                     multipliers=(1, 2)),
-    "medium": B6Size(events_per_batch=2_000, users=5_000, videos=1_000, history_batches=4,
+    "medium": B6Size(events_per_batch=500, users=2_000, videos=400, history_batches=4,
                      multipliers=(1, 10, 100)),
-    "full": B6Size(events_per_batch=5_000, users=20_000, videos=2_000, history_batches=4,
+    # x100 = 400 history batches, 800k events: about 15 minutes on an idle 2-core machine
+    "full": B6Size(events_per_batch=2_000, users=10_000, videos=1_000, history_batches=4,
                    multipliers=(1, 10, 100)),
 }  # fmt: skip
 
