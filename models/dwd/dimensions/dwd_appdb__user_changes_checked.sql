@@ -31,14 +31,7 @@ typed as (
         {{ invalid_value_reason(
             [['_kafka_partition', 'int'], ['_kafka_offset', 'bigint']], 'ods.record'
         ) }} as invalid_arrival_reason,
-        ods.record is null or ods.record._corrupt_record is not null as is_unparseable,
-        ods._raw_line as raw_record,
-        ods._source_file,
-        ods._source_line,
-        ods._is_redelivery,
-        ods._batch_id,
-        ods._load_id,
-        ods._loaded_at
+        {{ landed_line_columns() }}
     from ods
 )
 
