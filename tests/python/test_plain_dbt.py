@@ -302,3 +302,27 @@ def test_a_failing_full_refresh_leaves_the_table_its_rows_and_history(
     assert table["commits"] >= 2  # batch 1's create and batch 2's merge, still there
     assert table["commits_since_the_refresh"] == 0
     assert table["versions"] > table["users"]  # the SCD-2 history is untouched too
+
+
+def test_a_missing_java_runtime_fails_at_once_saying_what_to_run(tmp_path: Path):
+    """No Java on the machine: plain `dbt build` must stop within 30 s with a message that
+    names the fix, not hang on a session that cannot start."""
+    env = {
+        "HOME": os.environ.get("HOME", str(tmp_path)),
+        "PATH": str(DBT.parent),  # the venv's executables only: no `java` anywhere
+        "JAVA_HOME": str(tmp_path / "no-jdk-here"),
+        "LAKEHOUSE_DATA_DIR": str(tmp_path / "data"),
+        "DBT_TARGET_PATH": str(tmp_path / "target"),
+        "DBT_LOG_PATH": str(tmp_path / "logs"),
+        "PYTHONPATH": str(PROJECT_DIR),
+    }
+    started = time.monotonic()
+    result = subprocess.run(
+        [str(DBT), "build", "--profiles-dir", "profiles"],
+        cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    seconds = time.monotonic() - started
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output[-3000:]
+    assert "No Java 17 (or 11) runtime found" in output and "make setup" in output, output
+    assert seconds < 30, f"the missing runtime took {seconds:.0f} s to report"
