@@ -49,13 +49,14 @@ def ensure_sample_data(target: str) -> None:
     from scripts.generate_landing import landed_batches
     from scripts.generate_landing import main as generate
 
-    landing = DataPaths.for_target(target).landing
+    paths = DataPaths.for_target(target)
+    landing = paths.landing  # a path or a URI (s3a://, hdfs://): passed on as given
     batches = landed_batches(landing)
     if batches:
         step(f"landing zone {landing} holds {len(batches)} batches")
         return
     step(f"landing zone {landing} is empty: generating sample data")
-    generate(["--out", str(landing.parent)])
+    generate(["--out", str(paths.root), "--landing", landing])
 
 
 def run_dbt(target: str, args: list[str]) -> int:

@@ -88,3 +88,26 @@ def test_a_rerun_after_a_crash_completes_a_batch_with_the_same_bytes(tmp_path):
     LandingGenerator(tmp_path, 3, scale).run(log=lambda _: None)
     assert {p.name: p.read_bytes() for p in folder.glob("part-*")} == before
     assert (folder / MARKER).is_file()
+
+
+@pytest.mark.parametrize("given_as", ["path", "file URI"])
+def test_make_build_lands_sample_data_into_an_empty_landing_zone_once(
+    tmp_path, monkeypatch, capsys, given_as
+):
+    """`make build`'s first step, on a fresh data folder, with the landing zone given as a
+    path or a URI: three complete batches and their ground truth, then left as they are."""
+    from scripts.generate_landing import landed_batches
+    from scripts.tasks import ensure_sample_data
+
+    landing = tmp_path / "landing"
+    monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv(
+        "LAKEHOUSE_LANDING_DIR", landing.as_uri() if given_as != "path" else str(landing)
+    )
+    ensure_sample_data("ci")
+    assert len(landed_batches(landing)) == 3
+    assert (tmp_path / "truth" / "users").is_dir()
+    written = {p: p.stat().st_mtime_ns for p in landing.rglob("*") if p.is_file()}
+    ensure_sample_data("ci")
+    assert "holds 3 batches" in capsys.readouterr().out
+    assert {p: p.stat().st_mtime_ns for p in landing.rglob("*") if p.is_file()} == written
