@@ -96,8 +96,12 @@ class Workload:
         for schema in (LANDING_SCHEMA, *LAYERS):
             if schema not in existing:
                 continue
+            views = {row.viewName for row in sql(spark, f"show views in {schema}")}
             for row in sql(spark, f"show tables in {schema}"):
                 if row.isTemporary:
+                    continue
+                if row.tableName in views:  # ODS's landing reports
+                    spark.sql(f"drop view if exists {schema}.{row.tableName}")
                     continue
                 purge = "" if schema == LANDING_SCHEMA else " purge"
                 spark.sql(f"drop table if exists {schema}.{row.tableName}{purge}")
