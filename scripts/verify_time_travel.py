@@ -365,8 +365,8 @@ def verify_existing(spark: SparkSession, name: str) -> Report:
             same = digest_of[s.snapshot_id] == digest_of[s.parent_id]
             ok, detail = agree and same, f"rows {counts}, same rows as parent {s.parent_id}: {same}"
         else:
-            summary = s.summary
-            live = int(summary.get("total-records", 0)) - int(summary.get("total-position-deletes", 0))
+            records = int(s.summary.get("total-records", 0))
+            live = records - int(s.summary.get("total-position-deletes", 0))
             ok, detail = agree and counts == {live}, f"rows {counts}, summary says {live}"
         report.add(f"snapshot {s.snapshot_id} ({s.operation})", " = ".join(digests), ok, detail)
     return report
