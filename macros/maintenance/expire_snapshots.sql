@@ -19,11 +19,14 @@
     {%- if retain_last < 1 -%}
         {{ exceptions.raise_compiler_error("expire_snapshots: retain_last must be >= 1 for " ~ table_name ~ "; got " ~ retain_last) }}
     {%- endif -%}
-    {#- procedure arguments must be literals; the session time zone is UTC -#}
+    {#- procedure arguments must be literals; the session time zone is UTC. Microseconds kept:
+        a cutoff cut to the second spares the snapshots of its last second, which the
+        decision (iceberg_commit_summary, in milliseconds) counts as expirable, so the next
+        run would act again -#}
     {%- set cutoff = modules.datetime.datetime.utcnow() - modules.datetime.timedelta(hours=older_than_hours) %}
     call spark_catalog.system.expire_snapshots(
         table => '{{ table_name }}',
-        older_than => timestamp '{{ cutoff.strftime('%Y-%m-%d %H:%M:%S') }}',
+        older_than => timestamp '{{ cutoff.strftime('%Y-%m-%d %H:%M:%S.%f') }}',
         retain_last => {{ retain_last | int }}
     )
 {% endmacro %}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -98,6 +99,16 @@ def test_zorder_and_the_other_procedures_render(dbt):
         dbt, "{{ remove_orphan_files(" + RELATION + ", older_than_hours=48, dry_run=true) }}"
     )
     assert "dry_run => true" in orphan and "older_than => timestamp '" in orphan
+    # the expiry cutoff keeps its microseconds: cut to the second, it spared the snapshots of
+    # its last second that the decision had counted, and the next run expired again
+    expire = compiled(
+        dbt,
+        "{{ expire_snapshots("
+        + RELATION
+        + ", older_than_hours=0, min_window_hours=0, retain_last=1) }}",
+    )
+    microseconds = r"older_than => timestamp '\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}'"
+    assert re.search(microseconds, expire), expire
 
 
 @pytest.mark.parametrize(
