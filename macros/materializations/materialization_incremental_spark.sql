@@ -1,8 +1,10 @@
-{#- Project copy of dbt-spark 1.11's incremental materialization, changed in one place (marked
+{#- Project copy of dbt-spark 1.11's incremental materialization, changed in two places (marked
     "project"): a full refresh of an Iceberg table is an atomic `create or replace table`, as
     dbt-spark already does for Delta. dbt-spark drops the table first (dbt-adapters #1145): the
     snapshot history is lost, and a failing CTAS leaves no table at all. Iceberg's replace is one
     commit: a failing query leaves the old table readable, a successful one keeps its history.
+    And a second one: a merge whose source has no row is skipped (Iceberg would commit an
+    empty snapshot on every run without new data).
     Everything else is dbt-spark's code; compare it with dbt-spark's when upgrading. -#}
 {% materialization incremental, adapter='spark', supported_languages=['sql', 'python'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
@@ -64,9 +66,17 @@
       {{ create_table_as(True, tmp_relation, compiled_code, language) }}
     {%- endcall -%}
     {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
+    {#-- project: a MERGE of no rows still commits an (empty) Iceberg snapshot; skip it --#}
+    {%- if strategy == 'merge' and language == 'sql' and _merge_source_is_empty(tmp_relation) -%}
+      {{ log(this ~ ": no new rows, nothing merged", info=true) }}
+      {%- call statement('main') -%}
+        select 'no new rows' as nothing_merged
+      {%- endcall -%}
+    {%- else -%}
     {%- call statement('main') -%}
       {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
     {%- endcall -%}
+    {%- endif -%}
     {%- if language == 'python' -%}
       {#--
       This is yucky.
@@ -91,3 +101,9 @@
   {{ return({'relations': [target_relation]}) }}
 
 {%- endmaterialization %}
+
+{#- Whether the incremental run's source (a temporary view over the model's SQL) has no row -#}
+{% macro _merge_source_is_empty(tmp_relation) %}
+  {%- if not execute -%}{{ return(false) }}{%- endif -%}
+  {{ return(run_query('select 1 from ' ~ tmp_relation ~ ' limit 1').rows | length == 0) }}
+{% endmacro %}

@@ -29,12 +29,19 @@ REFERENCE_PREFIX = "crashref_"
 REGISTERED = "crashrun"
 TABLES = {
     "ods": ["ods_client__events", "ods_appdb__user_changes", "ods_appdb__video_changes"],
-    "dwd": ["dwd_client__events", "dwd_quarantine__rejected_records", "dim_users", "dim_videos"],
+    "dwd": [
+        "dwd_client__events",
+        "dwd_quarantine__rejected_records",
+        "dim_users__state",
+        "dim_videos__state",
+        "dim_users",
+        "dim_videos",
+    ],
     "dws": ["dws_video__daily", "dws_user__daily"],
 }
 # when and by which run a row was loaded: the only columns that may differ between two
 # correct builds (the crashed history runs more loads than the reference)
-LOAD_TIME_COLUMNS = {"_loaded_at", "_max_loaded_at", "_load_id", "_max_load_id"}
+LOAD_TIME_COLUMNS = {"_loaded_at", "_max_loaded_at", "_load_id", "_max_load_id", "_checked_load_id"}
 
 
 class Run:

@@ -13,10 +13,10 @@ days resolved to literals, is run here and the files its scans planned are count
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 
 import pytest
+from iceberg_scans import data_files, scanned_files
 
 from scripts.generate_landing import LandingGenerator, Scale
 
@@ -34,33 +34,6 @@ SCALE = Scale(
 )
 LATENESS_DAYS = 3
 INCREMENTAL_MODELS = ["dwd_client__events", "dws_video__daily", "dws_user__daily"]
-
-
-def scanned_files(spark, sql: str) -> Counter:
-    """Run `sql` and return, per Iceberg table, the data files its scans planned (Iceberg's
-    resultDataFiles metric, after partition and column-metrics pruning)."""
-    spark.conf.set("spark.sql.adaptive.enabled", "false")  # a plain plan to walk
-    try:
-        frame = spark.sql(sql)
-        frame.collect()
-        plan = frame._jdf.queryExecution().executedPlan()
-    finally:
-        spark.conf.unset("spark.sql.adaptive.enabled")
-    files: Counter = Counter()
-    pending = [plan]
-    while pending:
-        node = pending.pop()
-        children = node.children()
-        pending += [children.apply(i) for i in range(children.size())]
-        if node.nodeName().startswith("BatchScan"):
-            metric = node.metrics().get("resultDataFiles")
-            table = node.nodeName().removeprefix("BatchScan ").strip()
-            files[table] += int(metric.get().value()) if metric.isDefined() else 0
-    return files
-
-
-def data_files(spark, table: str, where: str = "true") -> int:
-    return spark.sql(f"select count(*) from {table}.files where content = 0 and {where}").first()[0]
 
 
 class CostWarehouse:

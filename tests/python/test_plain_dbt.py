@@ -277,25 +277,26 @@ def test_snapshot_twice_closes_changed_and_deleted_users(plain_dbt: PlainDbt):
 def test_a_failing_full_refresh_leaves_the_table_its_rows_and_history(
     plain_dbt: PlainDbt, project_copy: Path
 ):
-    """`dbt run --full-refresh` of dim_users whose query fails while Spark runs it (after the
-    plan is made): the old table stays readable, with its rows and its Iceberg history."""
-    model = project_copy / "models/dwd/dimensions/dim_users.sql"
-    failing = "select\n    cast(raise_error('the refresh query fails') as bigint) as user_id,"
-    edit(model, lambda sql: sql.replace("select\n    user_id,", failing, 1))
+    """`dbt run --full-refresh` of dim_users__state whose query fails while Spark runs it
+    (after the plan is made): the old table stays readable, with its rows and its history."""
+    model = project_copy / "models/dwd/dimensions/dim_users__state.sql"
+    failing = "select cast(raise_error('the refresh query fails') as bigint) as user_id from (\n"
+    call = "{{ dimension_state("
+    edit(model, lambda sql: sql.replace(call, failing + call, 1) + ")\n")
     assert failing in model.read_text()
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
 
-    failed = plain_dbt("run", "-s", "dim_users", "--full-refresh", project=project_copy)
+    failed = plain_dbt("run", "-s", "dim_users__state", "--full-refresh", project=project_copy)
     assert failed.returncode == 1, failed.stdout[-3000:]
     (result,) = nodes(plain_dbt)
-    assert (result["unique_id"], result["status"]) == ("model.lakehouse.dim_users", "error")
+    assert (result["unique_id"], result["status"]) == ("model.lakehouse.dim_users__state", "error")
     assert "the refresh query fails" in result["message"]
 
     (table,) = show(
         plain_dbt,
         "select (select count(*) from dwd.dim_users) as users,"
-        " (select count(*) from dwd.dim_users.history) as commits,"
-        f" (select count(*) from dwd.dim_users.history where made_current_at >= '{started}')"
+        " (select count(*) from dwd.dim_users__state.history) as commits,"
+        f" (select count(*) from dwd.dim_users__state.history where made_current_at >= '{started}')"
         " as commits_since_the_refresh,"
         " (select count(*) from dwd.dim_users_history) as versions",
     )

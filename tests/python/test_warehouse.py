@@ -29,6 +29,8 @@ TABLES = [
     "ods.ods_appdb__video_changes",
     "dwd.dwd_client__events",
     "dwd.dwd_quarantine__rejected_records",
+    "dwd.dim_users__state",
+    "dwd.dim_videos__state",
     "dwd.dim_users",
     "dwd.dim_videos",
     "dwd.dim_users_history",
@@ -108,13 +110,13 @@ def test_every_landed_event_is_accepted_or_quarantined(spark, built):
 
 
 def test_dimensions_are_merge_on_read_and_write_delete_files(spark, built):
-    properties = dict(spark.sql("show tblproperties dwd.dim_users").collect())
+    properties = dict(spark.sql("show tblproperties dwd.dim_users__state").collect())
     assert properties["write.merge.mode"] == "merge-on-read"
     assert properties["format-version"] == "2"
     # Read from the commits, not the current files: the maintenance post-hook folds delete
     # files into the data once they pass their threshold (docs/maintenance-decisions.md).
     merges_with_deletes = spark.sql("""
-        select count(*) from dwd.dim_users.snapshots
+        select count(*) from dwd.dim_users__state.snapshots
         where operation = 'overwrite'
             and cast(coalesce(summary['added-delete-files'], '0') as int) > 0""").first()[0]
     assert merges_with_deletes > 0, "a merge into a merge-on-read table writes delete files"
@@ -179,14 +181,15 @@ def test_landing_is_deterministic_from_the_seed(tmp_path):
 def test_time_travel_on_a_dbt_built_dimension(spark, built):
     from scripts.verify_time_travel import verify_existing
 
-    report = verify_existing(spark, "dwd.dim_users")
+    report = verify_existing(spark, "dwd.dim_users__state")
     assert len(report.checks) >= SCALE.batches
     assert report.failed == []
 
 
 def test_nightly_operation_applies_each_models_policy(dbt, built):
-    run = dbt(["run-operation", "iceberg_maintain_all", "--args", "{select: [dim_users]}"])
-    lines = [line for line in run.log.splitlines() if line.startswith("maintenance dwd.dim_users")]
+    run = dbt(["run-operation", "iceberg_maintain_all", "--args", "{select: [dim_users__state]}"])
+    heading = "maintenance dwd.dim_users__state:"
+    lines = [line for line in run.log.splitlines() if line.startswith(heading)]
     assert len(lines) == 1
     assert "rewrite_position_delete_files" in lines[0] and "remove_orphan_files" in lines[0]
 
@@ -208,7 +211,7 @@ def test_a_maintenance_failure_warns_and_the_children_still_run(spark, dbt, buil
     args = ["run", "--select", "ods_appdb__user_changes+"]
     run = dbt([*args, "--vars", json.dumps(BROKEN_MAINTENANCE)])
     assert statuses(run)["ods_appdb__user_changes"] == "success"
-    assert statuses(run)["dim_users"] == "success"  # the child ran
+    assert statuses(run)["dim_users__state"] == "success"  # the child ran
     line = next(
         m
         for m in run.log.splitlines()
@@ -226,5 +229,5 @@ def test_a_maintenance_failure_fails_the_model_when_configured(dbt, built):
     args = ["run", "--select", "ods_appdb__user_changes+", "--vars", json.dumps(variables)]
     run = dbt(args, expect_success=False)
     assert statuses(run)["ods_appdb__user_changes"] == "error"
-    assert statuses(run)["dim_users"] == "skipped"
+    assert statuses(run)["dim_users__state"] == "skipped"
     assert "on_maintenance_error: fail" in run.log

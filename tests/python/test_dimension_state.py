@@ -1,0 +1,184 @@
+"""A dimension keeps, per key, the last applied change (deletes as tombstones) and compares
+each new change with it, so it never re-reads the change history (issue #13 point 3).
+
+A warehouse of its own (var schema_prefix) holds the users' changelog of two generated
+batches; then each test lands one hand-written batch of `users` changes and runs the state
+model. The tests run in file order: each builds on the state the previous one left.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from iceberg_scans import data_files, files_per_scan
+
+from scripts.generate_landing import LandingGenerator, Scale
+
+PREFIX = "dimstate_"
+SEED = 43
+SCALE = Scale(users=120, videos=30, events_per_batch=200, batches=2, min_changes_per_batch=8)
+STATE = f"{PREFIX}dwd.dim_users__state"
+VIEW = f"{PREFIX}dwd.dim_users"
+ODS = f"spark_catalog.{PREFIX}ods.ods_appdb__user_changes"
+SELECT = ["+dim_users"]
+
+
+class StateWarehouse:
+    def __init__(self, root: Path, dbt, spark) -> None:
+        self.root, self._dbt, self.spark = root, dbt, spark
+        self.vars = json.dumps({"schema_prefix": PREFIX})
+        self.batch = SCALE.batches
+        self.offset = 10_000_000  # above every generated Kafka offset: never a redelivery
+
+    def dbt(self, *args: str):
+        return self._dbt([*args, "--vars", self.vars], landing=self.root / "landing")
+
+    def run(self):
+        return self.dbt("run", "--select", *SELECT)
+
+    def land_changes(self, *changes: dict) -> None:
+        """One new batch folder of `users` changes, complete (`_SUCCESS`)."""
+        self.batch += 1
+        folder = self.root / "landing" / "appdb_users" / f"batch={self.batch:06d}"
+        folder.mkdir(parents=True)
+        lines = []
+        for change in changes:
+            self.offset += 1
+            arrival = {"_kafka_partition": 0, "_kafka_offset": self.offset}
+            lines.append(json.dumps({**change, **arrival}))
+        (folder / "part-00000.jsonl").write_text("\n".join(lines) + "\n")
+        (folder / "_SUCCESS").write_text("")
+
+    def row(self, user_id: int):
+        return self.spark.sql(f"select * from {STATE} where user_id = {user_id}").first()
+
+    def live(self, user_id: int) -> bool:
+        query = f"select count(*) from {VIEW} where user_id = {user_id}"
+        return self.spark.sql(query).first()[0] == 1
+
+    def snapshots(self) -> int:
+        return self.spark.sql(f"select count(*) from {STATE}.snapshots").first()[0]
+
+    def live_users(self, count: int) -> list:
+        """`count` live users, highest log position first."""
+        return self.spark.sql(
+            f"select * from {STATE} where not _is_deleted order by _source_lsn desc limit {count}"
+        ).collect()
+
+
+def change(row, op: str, lsn: int, committed_at: str | None = None, **values):
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    return {
+        "op": op,
+        "user_id": row.user_id,
+        "user_name": values.get("user_name", row.user_name),
+        "region": row.region,
+        "is_creator": row.is_creator,
+        "level": row.user_level,
+        "registered_at": "2025-01-01T00:00:00.000Z",
+        "_source_lsn": lsn,
+        "_source_committed_at": committed_at or now,
+    }
+
+
+@pytest.fixture(scope="module")
+def warehouse(dbt, spark, data_dir) -> StateWarehouse:
+    built = StateWarehouse(data_dir / "dimstate", dbt, spark)
+    LandingGenerator(built.root, SEED, SCALE).run(log=lambda _: None)
+    built.run()
+    return built
+
+
+@pytest.fixture(scope="module")
+def users(warehouse) -> dict:
+    """Three live users the tests change, by role."""
+    deleted, stale, old_delete = warehouse.live_users(3)
+    return {"deleted": deleted, "stale": stale, "old_delete": old_delete}
+
+
+def test_a_load_of_only_deletes_is_merged_once(warehouse, users):
+    deleted, old = users["deleted"], users["old_delete"]
+    top = warehouse.spark.sql(f"select max(_source_lsn) from {STATE}").first()[0]
+    warehouse.land_changes(
+        change(deleted, "-D", top + 10),
+        change(old, "-D", top + 11, committed_at="2020-01-01T00:00:00.000Z"),
+    )
+    warehouse.run()
+    tombstone = warehouse.row(deleted.user_id)
+    assert tombstone._is_deleted and tombstone._source_lsn == top + 10
+    assert not warehouse.live(deleted.user_id) and not warehouse.live(old.user_id)
+
+    snapshots = warehouse.snapshots()
+    run = warehouse.run()  # no new change: nothing to merge, no commit
+    assert "nothing merged" in run.log
+    assert warehouse.snapshots() == snapshots
+
+
+def test_a_stale_change_loses_and_is_compared_once(warehouse, users):
+    stale = users["stale"]
+    before = warehouse.row(stale.user_id)
+    warehouse.land_changes(change(stale, "+U", before._source_lsn - 1, user_name="stale name"))
+    warehouse.run()
+    after = warehouse.row(stale.user_id)
+    assert after.user_name == before.user_name and after._source_lsn == before._source_lsn
+    new_load = warehouse.spark.sql(f"select max(_load_id) from {ODS}").first()[0]
+    assert after._checked_load_id == new_load > before._checked_load_id
+
+    snapshots = warehouse.snapshots()
+    warehouse.run()
+    assert warehouse.snapshots() == snapshots
+
+
+def test_a_zombie_change_older_than_the_delete_stays_deleted(warehouse, users):
+    deleted = users["deleted"]
+    tombstone = warehouse.row(deleted.user_id)
+    warehouse.land_changes(change(deleted, "+U", tombstone._source_lsn - 1, user_name="zombie"))
+    warehouse.run()
+    assert warehouse.row(deleted.user_id)._is_deleted
+    assert not warehouse.live(deleted.user_id)
+
+
+def test_a_reinsert_after_the_delete_restores_the_key(warehouse, users):
+    deleted = users["deleted"]
+    tombstone = warehouse.row(deleted.user_id)
+    warehouse.land_changes(change(deleted, "+I", tombstone._source_lsn + 1, user_name="back"))
+    warehouse.run()
+    assert warehouse.live(deleted.user_id)
+    assert warehouse.row(deleted.user_id).user_name == "back"
+
+
+def test_a_run_reads_only_the_new_load_of_the_changelog(warehouse, users):
+    stale = users["stale"]
+    top = warehouse.spark.sql(f"select max(_source_lsn) from {STATE}").first()[0]
+    warehouse.land_changes(change(stale, "+U", top + 1, user_name="newest"))
+    ods_files_before = data_files(warehouse.spark, ODS)
+    warehouse.dbt("run", "--select", "ods_appdb__user_changes")
+    new_files = data_files(warehouse.spark, ODS) - ods_files_before
+    assert new_files > 0
+
+    run = warehouse.dbt("compile", "--select", "dim_users__state")
+    (node,) = [r.node for r in run.result.results if r.node.name == "dim_users__state"]
+    scans = files_per_scan(warehouse.spark, node.compiled_code)
+    assert scans[ODS] and all(files == new_files for files in scans[ODS]), scans  # not history
+    assert data_files(warehouse.spark, ODS) > new_files
+
+
+def test_tombstones_past_their_retention_are_dropped(warehouse, users):
+    old, recent = users["old_delete"], users["deleted"]
+    warehouse.land_changes(change(recent, "-D", 10**9))  # a recent tombstone again
+    warehouse.run()
+    older = "_is_deleted and _source_committed_at < current_timestamp() - interval 30 days"
+    expired = warehouse.spark.sql(f"select count(*) from {STATE} where {older}").first()[0]
+    live = warehouse.spark.sql(f"select count(*) from {VIEW}").first()[0]
+    assert expired >= 1  # the 2020 delete at least
+    run = warehouse.dbt(
+        "run-operation", "expire_dimension_tombstones", "--args", "{retention_days: 30}"
+    )
+    assert f"tombstones {STATE}: {expired} older than 30 days dropped" in run.log
+    assert warehouse.row(old.user_id) is None
+    assert warehouse.row(recent.user_id)._is_deleted  # deleted today: kept
+    assert warehouse.spark.sql(f"select count(*) from {STATE} where {older}").first()[0] == 0
+    assert warehouse.spark.sql(f"select count(*) from {VIEW}").first()[0] == live
