@@ -34,8 +34,6 @@ TABLES = {
         "dwd_quarantine__rejected_records",
         "dim_users__state",
         "dim_videos__state",
-        "dim_users",
-        "dim_videos",
     ],
     "dws": ["dws_video__daily", "dws_user__daily"],
 }
