@@ -87,6 +87,10 @@ def iceberg_catalog_conf(catalog: str = "spark_catalog") -> dict[str, str]:
         # files. Loading fresh metadata per query costs milliseconds.
         f"spark.sql.catalog.{catalog}.cache-enabled": "false",
         "spark.sql.session.timeZone": "UTC",
+        # The landing tables (file-source tables over the landing zone) are listed when a
+        # query reads them, never served from a cached listing: new files must be visible,
+        # and a `refresh table` would list every landed file on every run.
+        "spark.sql.filesourceTableRelationCacheSize": "0",
     }
 
 

@@ -4,46 +4,83 @@
       - its batch folder holds the completion marker `_SUCCESS` (Spark cannot list that name:
         lakehouse.LandingFolders asks Hadoop, see scripts/java/), and
       - the ODS table holds no line of it yet (the ledger: ODS rows carry their file).
-    Files waiting for their marker are logged and listed by ods_landing__files. Returns the
-    paths as Spark lists them (URIs); the model filters the landing table on them as literals,
-    so Spark reads only those files. -#}
+    Only the batch folders (`batch=<digits>`) changed since the last load's listing are
+    listed: adding a file or the marker to a folder changes its modification time, so a file
+    renamed into an old folder, or a marker written late, brings its folder back
+    (landing_listing_since). They are added as partitions of the landing tables, so Spark
+    lists those folders alone, and the ledger reads only their loads in ODS. A run that finds
+    no changed folder reads nothing of the landing zone or of ODS.
+    Files waiting for their marker are logged and listed by ods_landing__files.
+    Returns {files: paths as Spark lists them (URIs), listed_at_ms: when this listing began
+    (stored with the load as `_listed_at`), batches: the batch ids of the files' folders (the
+    model reads those partitions and filters them on the paths as literals)}. -#}
 {% macro landing_files_to_load(source_name, table_name) %}
+    {%- set nothing = {'files': [], 'listed_at_ms': none, 'batches': []} -%}
+    {%- if not execute -%}{{ return(nothing) }}{%- endif -%}
+    {%- set landing = source(source_name, table_name) -%}
     {%- set listing = source(source_name, table_name ~ '_files') -%}
-    {%- if not execute -%}{{ return([]) }}{%- endif -%}
     {%- if adapter.get_relation(listing.database, listing.schema, listing.identifier) is none -%}
         {#- a command without on-run-start (compile, a linter's compile) on a fresh warehouse -#}
         {{ log("landing " ~ source_name ~ "." ~ table_name ~ ": not registered in this command, nothing to load", info=true) }}
-        {{ return([]) }}
+        {{ return(nothing) }}
     {%- endif -%}
-    {%- do run_query('refresh table ' ~ listing) -%}
-    {%- do run_query('refresh table ' ~ source(source_name, table_name)) -%}
+    {%- set root = landing_source_location(source_name, table_name).rstrip('/') -%}
+    {%- set since = landing_listing_since() -%}
+    {%- set answer = run_query(
+        "select reflect('lakehouse.LandingFolders', 'changedFolders', '"
+        ~ _sql_string(root) ~ "', cast(" ~ since ~ " as bigint))").rows[0][0] -%}
+    {%- set lines = answer.split('\n') -%}
+    {%- set listed_at_ms = lines[0].split('\t')[1] | int -%}
+    {%- set complete, not_batches = {}, [] -%}
+    {%- for line in lines[1:] -%}
+        {%- set fields = line.split('\t') -%}
+        {%- set match = modules.re.fullmatch('batch=([0-9]+)', fields[0]) -%}
+        {%- if match -%}
+            {%- do complete.update({match.group(1): fields[1] == '1'}) -%}
+        {%- else -%}
+            {%- do not_batches.append(fields[0]) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if not_batches -%}
+        {{ log("landing " ~ source_name ~ "." ~ table_name ~ ": WARNING folder(s) not named batch=<digits>, never loaded: "
+            ~ (not_batches[:5] | join(', ')), info=true) }}
+    {%- endif -%}
+    {{ log("landing " ~ source_name ~ "." ~ table_name ~ ": " ~ (complete | length) ~ " batch folder(s) with files "
+        ~ ("in all" if since == 0 else "changed since the last load's listing"), info=true) }}
+    {%- if not complete -%}
+        {{ return({'files': [], 'listed_at_ms': listed_at_ms, 'batches': []}) }}
+    {%- endif -%}
+
+    {#- the changed folders become partitions of the landing tables, which Spark then lists alone -#}
+    {%- set partitions = [] -%}
+    {%- for batch in complete -%}
+        {%- do partitions.append("partition (batch = '" ~ batch ~ "')") -%}
+    {%- endfor -%}
+    {%- for table in [landing, listing] -%}
+        {%- do run_query('alter table ' ~ table ~ ' add if not exists ' ~ partitions | join(' ')) -%}
+    {%- endfor -%}
+    {%- set batch_list = "'" ~ complete.keys() | join("', '") ~ "'" -%}
     {%- set query -%}
-        with listed as (
-            select
-                path as file_path,
-                regexp_extract(path, '^(.*)/[^/]+$', 1) as folder
-            from {{ listing }}
-        ),
-
-        folders as (
-            select
-                folder,
-                cast(reflect('lakehouse.LandingFolders', 'isComplete', folder) as boolean) as is_complete
-            from (select distinct folder from listed)
-        )
-
-        select listed.file_path, folders.is_complete
-        from listed
-        inner join folders on listed.folder = folders.folder
+        select listed.path, listed.batch
+        from {{ listing }} as listed
+        where listed.batch in ({{ batch_list }})
         {%- if is_incremental() %}
-        left anti join (select distinct _source_file from {{ this }}) as loaded
-            on listed.file_path = loaded._source_file
+        and listed.path not in (
+            -- the changed folders' loads only: Iceberg skips files by their _batch_id bounds
+            select loaded._source_file from {{ this }} as loaded
+            where loaded._batch_id in ({{ batch_list }})
+        )
         {%- endif %}
-        order by listed.file_path
+        order by listed.path
     {%- endset -%}
-    {%- set to_load, waiting = [], [] -%}
+    {%- set to_load, waiting, batches = [], [], [] -%}
     {%- for row in run_query(query).rows -%}
-        {%- do (to_load if row[1] else waiting).append(row[0]) -%}
+        {%- if complete.get(row[1], false) -%}
+            {%- do to_load.append(row[0]) -%}
+            {%- if row[1] not in batches -%}{%- do batches.append(row[1]) -%}{%- endif -%}
+        {%- else -%}
+            {%- do waiting.append(row[0]) -%}
+        {%- endif -%}
     {%- endfor -%}
     {%- if waiting -%}
         {{ log("landing " ~ source_name ~ "." ~ table_name ~ ": " ~ (waiting | length)
@@ -51,7 +88,12 @@
             ~ (" ..." if waiting | length > 5 else ""), info=true) }}
     {%- endif -%}
     {{ log("landing " ~ source_name ~ "." ~ table_name ~ ": " ~ (to_load | length) ~ " new file(s) to load", info=true) }}
-    {{ return(to_load) }}
+    {{ return({'files': to_load, 'listed_at_ms': listed_at_ms, 'batches': batches}) }}
+{% endmacro %}
+
+{#- A value inside a single-quoted Spark SQL string -#}
+{% macro _sql_string(text) %}
+    {{ return(text | replace('\\', '\\\\') | replace("'", "\\'")) }}
 {% endmacro %}
 
 {#- `column in (<paths as literals>)`, or false when there is nothing to load -#}

@@ -7,16 +7,28 @@
     of this load, holds the same identity (a connector restart re-sends offsets). -#}
 {% macro ods_landed_lines(source_name, table_name) %}
 {%- set landing = source(source_name, table_name) -%}
-{%- set files = landing_files_to_load(source_name, table_name) -%}
-{%- set first_new_offsets = _first_new_offsets(landing, files) -%}
+{%- set load = landing_files_to_load(source_name, table_name) -%}
+{%- set first_new_offsets = _first_new_offsets(landing, load) -%}
 with landed_files as (
+    {%- if load.files %}
     select
         _metadata.file_path as _source_file,
         _metadata.file_size as _file_size,
         _metadata.file_modification_time as _file_modified_at,
         case when right(value, 1) = '\n' then left(value, length(value) - 1) else value end as file_text
     from {{ landing }}
-    where {{ landing_file_filter('_metadata.file_path', files) }}
+    where
+        batch in ('{{ load.batches | join("', '") }}')
+        and {{ landing_file_filter('_metadata.file_path', load.files) }}
+    {%- else %}
+    -- nothing to load: no landing file is read
+    select
+        cast(null as string) as _source_file,
+        cast(null as bigint) as _file_size,
+        cast(null as timestamp) as _file_modified_at,
+        cast(null as string) as file_text
+    where false
+    {%- endif %}
 ),
 
 lines as (
@@ -67,7 +79,9 @@ select
         false
     ) as _is_redelivery,
     cast({{ current_load_id() }} as bigint) as _load_id,
-    current_timestamp() as _loaded_at
+    current_timestamp() as _loaded_at,
+    {{ "timestamp_millis(" ~ load.listed_at_ms ~ ")" if load.listed_at_ms is not none else "cast(null as timestamp)" }}
+        as _listed_at
 from identified
 {%- if is_incremental() %}
 left join delivered_before
@@ -90,8 +104,8 @@ left join delivered_before
 
 {#- Per Kafka partition, the lowest offset among the lines of the files to load, read from
     those files only (before the model's SQL runs): [[partition, offset], ...] -#}
-{% macro _first_new_offsets(landing, files) %}
-    {%- if not execute or not files or not is_incremental() -%}{{ return([]) }}{%- endif -%}
+{% macro _first_new_offsets(landing, load) %}
+    {%- if not execute or not load.files or not is_incremental() -%}{{ return([]) }}{%- endif -%}
     {%- set query -%}
         select partition, min(offset) from (
             select
@@ -99,7 +113,9 @@ left join delivered_before
                 try_cast(get_json_object(line, '$._kafka_offset') as bigint) as offset
             from {{ landing }}
             lateral view explode(split(value, '\n')) lines as line
-            where {{ landing_file_filter('_metadata.file_path', files) }}
+            where
+                batch in ('{{ load.batches | join("', '") }}')
+                and {{ landing_file_filter('_metadata.file_path', load.files) }}
         )
         where partition is not null and offset is not null
         group by partition

@@ -1,28 +1,32 @@
 {#- Registers every source whose `meta.landing_folder` is set as an unmanaged table over that
-    folder of the landing zone (landing_dir(): a URI or a path, passed on unchanged):
+    folder of the landing zone (landing_dir(): a URI or a path, passed on unchanged),
+    partitioned by its batch folders (`batch=<id>`):
       landing_format 'text'        one row per file: its whole text (ODS splits it into lines,
                                    so every landed line is kept raw, fields declared or not);
       landing_format 'binaryFile'  one row per file: path, size, modification time, without
                                    reading the content (the load ledger's listing).
+    A registration finds the batch folders there are (`recover partitions`); an ODS run adds
+    the folders changed since (landing_files_to_load), so Spark lists only the partitions a
+    query asks for.
     Runs on every `on-run-start`. A table whose location, format or options changed since it
     was registered is dropped (metadata only: the files stay) and registered again. -#}
 {% macro register_landing_sources() %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set landing_root = landing_dir() -%}
-    {%- set options = {
-        'text': "wholetext 'true', recursiveFileLookup 'true'",
-        'binaryFile': "recursiveFileLookup 'true'",
+    {%- set columns = {
+        'text': "(value string, batch string) using text options (wholetext 'true')",
+        'binaryFile': "(path string, modificationTime timestamp, length bigint, content binary, batch string) using binaryFile",
     } -%}
     {%- set registered = [] -%}
     {%- for node in graph.sources.values() if node.meta.get('landing_folder') -%}
         {%- set format = node.meta.get('landing_format', 'text') -%}
-        {%- if format not in options -%}
+        {%- if format not in columns -%}
             {{ exceptions.raise_compiler_error(
                 "landing source " ~ node.source_name ~ "." ~ node.name ~ ": landing_format must be one of "
-                ~ (options.keys() | list) ~ ", got " ~ format) }}
+                ~ (columns.keys() | list) ~ ", got " ~ format) }}
         {%- endif -%}
         {%- set location = landing_root.rstrip('/') ~ '/' ~ node.meta['landing_folder'] -%}
-        {%- set ddl = "using " ~ format ~ " options (" ~ options[format] ~ ") location '" ~ location ~ "'" -%}
+        {%- set ddl = columns[format] ~ " partitioned by (batch) location '" ~ location ~ "'" -%}
         {%- set fingerprint = local_md5(ddl) -%}
         {%- set table = node.schema ~ '.' ~ node.identifier -%}
         {%- do run_query('create schema if not exists ' ~ node.schema) -%}
@@ -30,10 +34,9 @@
             {%- do run_query('drop table if exists ' ~ table) -%}
             {%- do run_query('create table ' ~ table ~ ' ' ~ ddl
                 ~ " tblproperties ('lakehouse.registration' = '" ~ fingerprint ~ "')") -%}
+            {%- do run_query('alter table ' ~ table ~ ' recover partitions') -%}
             {%- do registered.append(table) -%}
         {%- endif -%}
-        {#- a long-lived session caches file listings; new files must be visible -#}
-        {%- do run_query('refresh table ' ~ table) -%}
     {%- endfor -%}
     {{ log("landing zone " ~ landing_root ~ (": registered " ~ (registered | join(', ')) if registered else ": sources up to date"), info=true) }}
 {% endmacro %}

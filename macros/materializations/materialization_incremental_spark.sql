@@ -66,13 +66,19 @@
       {{ create_table_as(True, tmp_relation, compiled_code, language) }}
     {%- endcall -%}
     {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
-    {#-- project: a MERGE of no rows still commits an (empty) Iceberg snapshot; skip it --#}
-    {%- if strategy == 'merge' and language == 'sql' and _merge_source_is_empty(tmp_relation) -%}
+    {#-- project: the merge reads the target only where the source's keys are (a literal
+         predicate Iceberg prunes by), and a merge of no rows is skipped (Iceberg would
+         commit an empty snapshot) --#}
+    {%- set source_keys = _merge_source_keys(tmp_relation, unique_key) if strategy == 'merge' and language == 'sql' else none -%}
+    {%- if source_keys is not none and source_keys.empty -%}
       {{ log(this ~ ": no new rows, nothing merged", info=true) }}
       {%- call statement('main') -%}
         select 'no new rows' as nothing_merged
       {%- endcall -%}
     {%- else -%}
+    {%- if source_keys is not none and source_keys.predicate -%}
+      {%- set incremental_predicates = (incremental_predicates or []) + [source_keys.predicate] -%}
+    {%- endif -%}
     {%- call statement('main') -%}
       {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
     {%- endcall -%}
@@ -102,8 +108,31 @@
 
 {%- endmaterialization %}
 
-{#- Whether the incremental run's source (a temporary view over the model's SQL) has no row -#}
-{% macro _merge_source_is_empty(tmp_relation) %}
-  {%- if not execute -%}{{ return(false) }}{%- endif -%}
-  {{ return(run_query('select 1 from ' ~ tmp_relation ~ ' limit 1').rows | length == 0) }}
+{#- The merge source's keys, read before the merge: {empty, predicate}. With one unique_key
+    column of integers or strings and at most var('merge_key_literals_limit') distinct keys,
+    `predicate` restricts the target to those keys as literals: Iceberg skips the files and
+    row groups whose key bounds hold none of them, and the join meets only the target rows
+    that can match, instead of shuffling the whole target. Otherwise no predicate (a plain
+    emptiness check for composite keys). -#}
+{% macro _merge_source_keys(tmp_relation, unique_key) %}
+  {%- if not execute -%}{{ return(none) }}{%- endif -%}
+  {%- set limit = var('merge_key_literals_limit', 10000) | int -%}
+  {%- if not unique_key or unique_key is not string -%}
+    {%- set empty = run_query('select 1 from ' ~ tmp_relation ~ ' limit 1').rows | length == 0 -%}
+    {{ return({'empty': empty, 'predicate': none}) }}
+  {%- endif -%}
+  {%- set keys = run_query('select distinct ' ~ unique_key ~ ' from ' ~ tmp_relation
+      ~ ' limit ' ~ (limit + 1)).columns[0].values() | list -%}
+  {%- set literals = [] -%}
+  {%- for key in keys if key is not none -%}
+    {%- if key is number and key is not boolean and key == key | int -%}
+      {%- do literals.append(key | int | string) -%}
+    {%- elif key is string -%}
+      {%- do literals.append("'" ~ key | replace("\\", "\\\\") | replace("'", "\\'") ~ "'") -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {%- if not keys or keys | length > limit or literals | length != keys | reject('none') | list | length or not literals -%}
+    {{ return({'empty': keys | length == 0, 'predicate': none}) }}
+  {%- endif -%}
+  {{ return({'empty': false, 'predicate': 'DBT_INTERNAL_DEST.' ~ unique_key ~ ' in (' ~ literals | join(', ') ~ ')'}) }}
 {% endmacro %}

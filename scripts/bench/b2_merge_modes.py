@@ -38,7 +38,7 @@ from scripts.bench.common import (
 from scripts.bench.dimension import (
     create_changes,
     create_dimension,
-    merge_sql,
+    merged,
     read_sql,
     rows_label,
 )
@@ -73,7 +73,8 @@ def merge_once(ctx: BenchContext, mode: str, base: int) -> dict[str, Any]:
     """Roll back, merge, read; for merge-on-read also compact and read again."""
     spark, table = ctx.spark, TABLES[mode]
     rollback(spark, table, base)
-    sample: dict[str, Any] = {"merge_s": timed(lambda: sql(spark, merge_sql(table, CHANGES)))[0]}
+    seconds, files = merged(ctx, table, CHANGES)
+    sample: dict[str, Any] = {"merge_s": seconds, "files_scanned": files}
     summary = snapshot_summary(spark, table, snapshot_id(spark, table))
     sample["bytes_written"] = bytes_written(summary)
     sample["delete_files_added"] = int(summary.get("added-delete-files", 0))
@@ -122,6 +123,8 @@ def run(ctx: BenchContext) -> BenchResult:
             "COW merge s": median(cow["merge_s"]),
             "MOR merge s": median(mor["merge_s"]),
             "merge MOR/COW": ratio(median(mor["merge_s"]), median(cow["merge_s"])),
+            "COW files scanned": int(median(cow["files_scanned"])),
+            "MOR files scanned": int(median(mor["files_scanned"])),
             "COW bytes": int(median(cow["bytes_written"])),
             "MOR bytes": int(median(mor["bytes_written"])),
             "bytes MOR/COW": ratio(median(mor["bytes_written"]), median(cow["bytes_written"])),
@@ -139,10 +142,10 @@ def run(ctx: BenchContext) -> BenchResult:
             goal_case["merge MOR/COW"],
             1 / 5,
             why=(
-                "both merges must read the whole target to find the changed keys (they are "
-                "spread over every file); merge-on-read saves the rewrite but not the scan. "
-                "Clustering the dimension by key (sort/bucket) plus a key-range predicate "
-                "would let the merge skip files."
+                "the merge reads the target where the batch's keys are (a literal predicate "
+                "on a table ordered by key); keys spread over the whole key range still "
+                "touch most files, and copy-on-write rewrites only those files, so both "
+                "merges share a scan that grows with the table (files scanned: the table)."
             ),
         ),
         Check(

@@ -1,5 +1,7 @@
-"""A dimension like dim_users, built inside Spark, and a CDC batch merged into it with the
-project's MERGE (macros/incremental/spark__get_merge_sql.sql). Shared by B2 and B5.
+"""A dimension like dim_users__state (the dimension's state: live rows and tombstones), built
+inside Spark, and a CDC batch merged into it as the project's incremental materialization
+does it (macros/materializations/): the source's keys read first and passed to the MERGE as
+literals. Shared by B2 and B5.
 
 Tables are written from one deterministic plan, so two tables of the same size hold the
 same rows in the same files' order whatever their write mode.
@@ -7,11 +9,12 @@ same rows in the same files' order whatever their write mode.
 
 from __future__ import annotations
 
-from scripts.bench.common import SCHEMA, BenchContext, drop_tables, snapshot_id
+from scripts.bench.common import SCHEMA, BenchContext, drop_tables, snapshot_id, timed
+from scripts.bench.scan_metrics import ScanCounter
 
 COLUMNS = (
     "user_id, user_name, region, is_creator, user_level, registered_at, _change_op, "
-    "_source_lsn, _source_committed_at, _loaded_at"
+    "_is_deleted, _source_lsn, _source_committed_at, _loaded_at"
 )
 
 
@@ -20,16 +23,17 @@ def rows_label(rows: int) -> str:
 
 
 def create_dimension(ctx: BenchContext, name: str, rows: int, mode: str) -> int:
-    """dim_users' columns and the dimensions folder's properties, `write.*.mode` = `mode`.
-    Returns the snapshot holding the initial rows."""
+    """dim_users__state's columns and the dimensions folder's properties, `write.*.mode` =
+    `mode`, written ordered by key (the state models' write_order). Returns the snapshot
+    holding the initial rows."""
     spark = ctx.spark
     spark.sql(f"create schema if not exists {SCHEMA}")
     drop_tables(spark, [name])
     spark.sql(f"""
         create table {name} (
             user_id bigint, user_name string, region string, is_creator boolean,
-            user_level int, registered_at timestamp, _change_op string, _source_lsn bigint,
-            _source_committed_at timestamp, _loaded_at timestamp
+            user_level int, registered_at timestamp, _change_op string, _is_deleted boolean,
+            _source_lsn bigint, _source_committed_at timestamp, _loaded_at timestamp
         )
         using iceberg
         tblproperties (
@@ -41,6 +45,7 @@ def create_dimension(ctx: BenchContext, name: str, rows: int, mode: str) -> int:
             'write.target-file-size-bytes' = '134217728',
             'write.distribution-mode' = 'hash'
         )""")
+    spark.sql(f"alter table {name} write ordered by user_id")
     spark.sql(f"insert into {name} {user_rows_sql(0, rows, 'insert', seed=0)}")
     return snapshot_id(spark, name)
 
@@ -58,6 +63,7 @@ def user_rows_sql(first: int, count: int, op: str, seed: int, key_sql: str = "id
             timestamp'2023-01-01' + make_interval(0, 0, 0, 0, 0, 0,
                 pmod(hash({key_sql}), 3 * 365 * 86400)) as registered_at,
             '{op}' as _change_op,
+            {op == "delete"} as _is_deleted,
             cast(id + 1 as bigint) + {seed} * 100000000000 as _source_lsn,
             timestamp'2026-01-01' + make_interval(0, 0, 0, {seed}) as _source_committed_at,
             timestamp'2026-01-01' + make_interval(0, 0, 0, {seed}) as _loaded_at
@@ -66,7 +72,8 @@ def user_rows_sql(first: int, count: int, op: str, seed: int, key_sql: str = "id
 
 
 def create_changes(ctx: BenchContext, name: str, rows: int, changes: int, seed: int) -> None:
-    """A CDC batch as dim_users' model hands it to the merge: 80% updates and 10% deletes of
+    """A CDC batch as dim_users__state's model hands it to the merge (a delete is a tombstone
+    row, merged like an update): 80% updates and 10% deletes of
     existing keys spread over the whole key range, 10% new keys. Stored once, so every
     merge of it reads the very same rows."""
     spark = ctx.spark
@@ -91,23 +98,37 @@ def create_changes(ctx: BenchContext, name: str, rows: int, changes: int, seed: 
         ) where change_rank = 1""")
 
 
-def merge_sql(target: str, source: str) -> str:
-    """What spark__get_merge_sql renders for dim_users."""
+def merge_sql(spark, target: str, source: str) -> str:
+    """What the incremental materialization runs for dim_users__state: it reads the source's
+    keys, then merges with them as a literal predicate on the target."""
+    rows = spark.sql(f"select distinct user_id from {source}").collect()
+    keys = ", ".join(str(row[0]) for row in rows)
     return f"""
         merge into {target} as DBT_INTERNAL_DEST
         using {source} as DBT_INTERNAL_SOURCE
-        on DBT_INTERNAL_SOURCE.user_id = DBT_INTERNAL_DEST.user_id
-        when matched and (DBT_INTERNAL_SOURCE._change_op = 'delete') then delete
+        on DBT_INTERNAL_DEST.user_id in ({keys})
+            and DBT_INTERNAL_SOURCE.user_id = DBT_INTERNAL_DEST.user_id
         when matched then update set *
-        when not matched and not (DBT_INTERNAL_SOURCE._change_op = 'delete') then insert *
+        when not matched then insert *
     """
 
 
 def read_sql(target: str) -> str:
-    """A full read of the dimension, as a join or export would do. Grouping keeps Iceberg
-    from answering it from metadata (aggregate push-down), which only works without deletes."""
+    """A full read of the dimension's live rows, as dim_users (a view of the state) gives
+    them to a join or export. Grouping keeps Iceberg from answering it from metadata
+    (aggregate push-down), which only works without deletes."""
     return f"""
         select region, count(*) as users, sum(user_level) as levels,
                sum(hash(user_name)) as names
-        from {target} group by region
+        from {target} where not _is_deleted group by region
     """
+
+
+def merged(ctx: BenchContext, target: str, source: str) -> tuple[float, int]:
+    """Merge `source` into `target` as the materialization does: its wall time (keys read
+    included) and the target's data files the merge's scans planned (after pruning)."""
+    spark = ctx.spark
+    with ScanCounter(spark) as scans:
+        seconds = timed(lambda: spark.sql(merge_sql(spark, target, source)).collect())[0]
+        files = scans.take()
+    return seconds, sum(n for table, n in files.items() if table.endswith(target))

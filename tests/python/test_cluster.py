@@ -45,7 +45,7 @@ from scripts.spark_config import (
 
 # Stamped at load time, so they differ between any two builds: the loads' clock, and the
 # clock a check-strategy `dbt snapshot` stamps its versions with (and hashes into its id).
-LOAD_TIME_COLUMNS = {"_loaded_at", "_max_loaded_at"} | {
+LOAD_TIME_COLUMNS = {"_loaded_at", "_max_loaded_at", "_listed_at"} | {
     "dbt_scd_id",
     "dbt_updated_at",
     "dbt_valid_from",

@@ -39,7 +39,14 @@ TABLES = {
 }
 # when and by which run a row was loaded: the only columns that may differ between two
 # correct builds (the crashed history runs more loads than the reference)
-LOAD_TIME_COLUMNS = {"_loaded_at", "_max_loaded_at", "_load_id", "_max_load_id", "_checked_load_id"}
+LOAD_TIME_COLUMNS = {
+    "_loaded_at",
+    "_max_loaded_at",
+    "_listed_at",
+    "_load_id",
+    "_max_load_id",
+    "_checked_load_id",
+}
 
 
 class Run:

@@ -13,11 +13,15 @@ days resolved to literals, is run here and the files its scans planned are count
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import time
 from pathlib import Path
 
 import pytest
 from iceberg_scans import data_files, scanned_files
 
+from scripts.bench.scan_metrics import ScanCounter
 from scripts.generate_landing import LandingGenerator, Scale
 
 PREFIX = "cost_"
@@ -113,3 +117,29 @@ def test_dws_reads_only_the_partitions_of_the_touched_days(spark, warehouse):
         scans = scanned_files(spark, warehouse.compiled(model))
         assert scans[detail] == touched_files, (model, scans, touched_files)
     assert data_files(spark, detail) > touched_files, "the new events touch every day"
+
+
+def test_a_run_lists_only_the_batch_folders_changed_since_its_last_load(spark, warehouse):
+    """Landing history dated a day back: a run with nothing new lists no folder and reads no
+    ODS file; a file renamed later into an old folder changes that folder's time, so the next
+    run lists that folder alone and loads the file (a re-delivery into an old batch)."""
+    landing = warehouse.root / "landing"
+    day_ago = time.time() - 86_400
+    for folder in landing.glob("*/batch=*"):
+        os.utime(folder, (day_ago, day_ago))
+    with ScanCounter(spark) as scans:
+        quiet = warehouse.dbt("run", "--select", "path:models/ods")
+        ods_files = {t: n for t, n in scans.take().items() if f"{PREFIX}ods." in t}
+    assert "client.events: 0 batch folder(s) with files changed since" in quiet.log
+    assert sum(ods_files.values()) == 0, ods_files
+
+    old_folder = sorted(landing.glob("client_events/batch=*"))[0]
+    hidden = old_folder / ".late.jsonl.tmp"
+    shutil.copyfile(next(old_folder.glob("part-*.jsonl")), hidden)
+    hidden.rename(old_folder / "late.jsonl")  # a writer's rename, as the landing protocol says
+    late = warehouse.dbt("run", "--select", "path:models/ods")
+    assert "client.events: 1 batch folder(s) with files changed since" in late.log
+    assert "client.events: 1 new file(s) to load" in late.log
+    ods = f"{PREFIX}ods.ods_client__events"
+    loaded = spark.sql(f"select count(*) from {ods} where _source_file like '%/late.jsonl'")
+    assert loaded.first()[0] == len((old_folder / "late.jsonl").read_text().splitlines()) > 0
