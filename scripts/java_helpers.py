@@ -2,7 +2,8 @@
 
 Spark SQL cannot see names that start with "_" or ".", so the landing loader asks Hadoop
 directly whether a batch folder holds its `_SUCCESS` marker, through
-`reflect('lakehouse.LandingFolders', 'isComplete', folder)`. The source is compiled with the
+`reflect('lakehouse.LandingFolders', 'isComplete', folder)`, and lists only the batch folders
+changed since the last load (`changedFolders`). The source is compiled with the
 JDK's javac against the pyspark jars the first time a session needs it (a few seconds), into
 `build/`; a changed source is recompiled.
 """

@@ -34,7 +34,11 @@
             {%- do run_query('drop table if exists ' ~ table) -%}
             {%- do run_query('create table ' ~ table ~ ' ' ~ ddl
                 ~ " tblproperties ('lakehouse.registration' = '" ~ fingerprint ~ "')") -%}
-            {%- do run_query('alter table ' ~ table ~ ' recover partitions') -%}
+            {%- set found = run_query("select reflect('lakehouse.LandingFolders', 'exists', '"
+                ~ _sql_string(location) ~ "')").rows[0][0] -%}
+            {%- if found == 'true' -%}
+                {%- do run_query('alter table ' ~ table ~ ' recover partitions') -%}
+            {%- endif -%}
             {%- do registered.append(table) -%}
         {%- endif -%}
     {%- endfor -%}

@@ -118,13 +118,15 @@
   {%- if not execute -%}{{ return(none) }}{%- endif -%}
   {%- set limit = var('merge_key_literals_limit', 10000) | int -%}
   {%- if not unique_key or unique_key is not string -%}
-    {%- set empty = run_query('select 1 from ' ~ tmp_relation ~ ' limit 1').rows | length == 0 -%}
+    {#- the key columns are selected, so a key the model lacks fails here, as dbt's merge would -#}
+    {%- set columns = (unique_key | join(', ')) if unique_key else '1' -%}
+    {%- set empty = run_query('select ' ~ columns ~ ' from ' ~ tmp_relation ~ ' limit 1').rows | length == 0 -%}
     {{ return({'empty': empty, 'predicate': none}) }}
   {%- endif -%}
   {%- set keys = run_query('select distinct ' ~ unique_key ~ ' from ' ~ tmp_relation
       ~ ' limit ' ~ (limit + 1)).columns[0].values() | list -%}
   {%- set literals = [] -%}
-  {%- for key in keys if key is not none -%}
+  {%- for key in keys | reject('none') | sort -%}
     {%- if key is number and key is not boolean and key == key | int -%}
       {%- do literals.append(key | int | string) -%}
     {%- elif key is string -%}

@@ -9,6 +9,8 @@ import json
 import pytest
 from scratch_project import write_scratch_project
 
+from scripts.bench.scan_metrics import ScanCounter
+
 PLAIN_MERGE = """
 {{ config(schema='scratch_merge', unique_key='id', incremental_strategy='merge') }}
 {% if var('round') == 1 %}
@@ -51,6 +53,47 @@ def test_a_plain_merge_model_updates_and_inserts_on_its_second_run(spark, dbt, t
         ]
     )
     assert compiled.result.results[0].node.compiled_code.strip() == "True"
+
+
+KEYED_MERGE = """
+{{ config(schema='scratch_merge', unique_key='id', incremental_strategy='merge',
+          tblproperties={'format-version': '2', 'write.merge.mode': 'merge-on-read'}) }}
+{% if var('round') == 1 %}
+select id, 'v1' as name from range(0, 4000, 1, 4)
+{% elif var('round') == 2 %}
+select cast(id as bigint) as id, 'v2' as name from values (10), (20), (5000) as t(id)
+{% else %}
+select id, name from {{ this }} where false
+{% endif %}
+"""
+
+
+def test_a_merge_reads_only_the_target_files_its_source_keys_can_match(spark, dbt, tmp_path):
+    """The source's keys reach the merge as literals: Iceberg skips the target's files whose
+    key bounds hold none of them. A source without rows commits nothing."""
+    project = write_scratch_project(tmp_path, {"keyed_merge.sql": KEYED_MERGE})
+    table = "scratch_merge.keyed_merge"
+    spark.sql(f"drop table if exists {table} purge")
+
+    def run(round_: int):
+        return dbt(["run", "--project-dir", str(project), "--vars", json.dumps({"round": round_})])
+
+    run(1)
+    files = spark.sql(f"select count(*) from {table}.data_files").first()[0]
+    assert files == 4  # ids 0-999, 1000-1999, ...: one range per file
+    with ScanCounter(spark) as scans:
+        run(2)
+        scanned = sum(n for name, n in scans.take().items() if name.endswith(table))
+    assert scanned == 1, scanned  # the file holding ids 10 and 20, none of the others
+    merge = (project / "target/run/lakehouse/models/keyed_merge.sql").read_text()
+    assert "DBT_INTERNAL_DEST.id in (10, 20, 5000)" in merge
+    changed = spark.sql(f"select id, name from {table} where name = 'v2' order by id").collect()
+    assert [tuple(row) for row in changed] == [(10, "v2"), (20, "v2"), (5000, "v2")]
+    assert spark.sql(f"select count(*) from {table}").first()[0] == 4001
+
+    snapshots = snapshot_ids(spark, table)
+    assert "nothing merged" in run(3).log
+    assert snapshot_ids(spark, table) == snapshots
 
 
 # -- SCD-2 snapshots on Iceberg (dbt-adapters #489) --------------------------------------------

@@ -69,6 +69,12 @@ public final class LandingFolders {
     return out.toString();
   }
 
+  /** True when the path (a landing folder) exists. */
+  public static boolean exists(String path) throws java.io.IOException {
+    Path folder = new Path(path);
+    return folder.getFileSystem(hadoopConf()).exists(folder);
+  }
+
   /** The session's Hadoop settings (spark.hadoop.* included), on the driver and executors. */
   private static Configuration hadoopConf() {
     SparkEnv env = SparkEnv.get();
