@@ -18,6 +18,9 @@ COLUMNS = (
 )
 
 
+KEY_LITERALS_LIMIT = 10_000  # the default of var('merge_key_literals_limit')
+
+
 def rows_label(rows: int) -> str:
     return f"{rows // 1_000_000}M" if rows >= 1_000_000 else f"{rows // 1_000}k"
 
@@ -102,12 +105,13 @@ def merge_sql(spark, target: str, source: str) -> str:
     """What the incremental materialization runs for dim_users__state: it reads the source's
     keys, then merges with them as a literal predicate on the target."""
     rows = spark.sql(f"select distinct user_id from {source}").collect()
-    keys = ", ".join(str(row[0]) for row in rows)
+    keys = ", ".join(str(row[0]) for row in sorted(rows))
+    # above the limit (var merge_key_literals_limit) the materialization passes no literals
+    in_keys = f"DBT_INTERNAL_DEST.user_id in ({keys}) and" if len(rows) <= KEY_LITERALS_LIMIT else ""
     return f"""
         merge into {target} as DBT_INTERNAL_DEST
         using {source} as DBT_INTERNAL_SOURCE
-        on DBT_INTERNAL_DEST.user_id in ({keys})
-            and DBT_INTERNAL_SOURCE.user_id = DBT_INTERNAL_DEST.user_id
+        on {in_keys} DBT_INTERNAL_SOURCE.user_id = DBT_INTERNAL_DEST.user_id
         when matched then update set *
         when not matched then insert *
     """
