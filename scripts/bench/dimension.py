@@ -107,7 +107,8 @@ def merge_sql(spark, target: str, source: str) -> str:
     rows = spark.sql(f"select distinct user_id from {source}").collect()
     keys = ", ".join(str(row[0]) for row in sorted(rows))
     # above the limit (var merge_key_literals_limit) the materialization passes no literals
-    in_keys = f"DBT_INTERNAL_DEST.user_id in ({keys}) and" if len(rows) <= KEY_LITERALS_LIMIT else ""
+    literal = len(rows) <= KEY_LITERALS_LIMIT
+    in_keys = f"DBT_INTERNAL_DEST.user_id in ({keys}) and" if literal else ""
     return f"""
         merge into {target} as DBT_INTERNAL_DEST
         using {source} as DBT_INTERNAL_SOURCE
