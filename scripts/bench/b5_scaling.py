@@ -66,9 +66,9 @@ def run(ctx: BenchContext) -> BenchResult:
     for repeat in range(ctx.repeats):
         for label in alternating(list(targets), repeat):
             rollback(spark, tables[label], bases[label])
-            merge_seconds, files = merged(ctx, tables[label], changes[label])
+            merge_seconds, target_files = merged(ctx, tables[label], changes[label])
             seconds[label].append(merge_seconds)
-            scanned[label].append(files)
+            scanned[label].append(target_files)
             summary = snapshot_summary(spark, tables[label], snapshot_id(spark, tables[label]))
             written[label].append(bytes_written(summary))
         ctx.log(
