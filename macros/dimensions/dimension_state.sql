@@ -40,17 +40,7 @@ candidates as (
     union all
     -- the touched keys' current state competes with their new changes
     select
-        {{ key }},
-        {%- for column in columns %}
-        {{ column }},
-        {%- endfor %}
-        _change_op,
-        _is_deleted,
-        _source_lsn,
-        _source_offset,
-        _source_committed_at,
-        _load_id,
-        _loaded_at,
+        {{ _state_columns(key, columns) }},
         _checked_load_id,
         true as _is_current_state
     from {{ this }}
@@ -71,18 +61,14 @@ ranked as (
 )
 
 select
-    {{ key }},
-    {%- for column in columns %}
-    {{ column }},
-    {%- endfor %}
-    _change_op,
-    _is_deleted,
-    _source_lsn,
-    _source_offset,
-    _source_committed_at,
-    _load_id,
-    _loaded_at,
+    {{ _state_columns(key, columns) }},
     _newest_checked_load_id as _checked_load_id
 from ranked
 where change_rank = 1
+{%- endmacro %}
+
+{#- The columns a state row carries, but its watermark -#}
+{% macro _state_columns(key, columns) -%}
+    {{ ([key] + columns + ['_change_op', '_is_deleted', '_source_lsn', '_source_offset',
+        '_source_committed_at', '_load_id', '_loaded_at']) | join(',\n        ') }}
 {%- endmacro %}

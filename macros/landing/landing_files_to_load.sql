@@ -101,7 +101,7 @@
     {%- if not paths -%}false{%- else -%}
         {{ column }} in (
             {%- for path in paths %}
-            '{{ path | replace("\\", "\\\\") | replace("'", "\\'") }}'{{ ',' if not loop.last }}
+            '{{ _sql_string(path) }}'{{ ',' if not loop.last }}
             {%- endfor %}
         )
     {%- endif -%}

@@ -25,7 +25,7 @@
                 "landing source " ~ node.source_name ~ "." ~ node.name ~ ": landing_format must be one of "
                 ~ (columns.keys() | list) ~ ", got " ~ format) }}
         {%- endif -%}
-        {%- set location = landing_root.rstrip('/') ~ '/' ~ node.meta['landing_folder'] -%}
+        {%- set location = landing_source_location(node.source_name, node.name) -%}
         {%- set ddl = columns[format] ~ " partitioned by (batch) location '" ~ location ~ "'" -%}
         {%- set fingerprint = local_md5(ddl) -%}
         {%- set table = node.schema ~ '.' ~ node.identifier -%}
