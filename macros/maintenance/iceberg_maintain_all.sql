@@ -1,6 +1,6 @@
 {#- Nightly maintenance outside `dbt run`:
         dbt run-operation iceberg_maintain_all
-        dbt run-operation iceberg_maintain_all --args '{select: [dim_users, dim_videos]}'
+        dbt run-operation iceberg_maintain_all --args '{select: [dim_users__state, dim_videos__state]}'
         dbt run-operation iceberg_maintain_all --args '{remove_orphans: false}'
     Applies each Iceberg model's and snapshot's own policy with a full health read (the same triggers as
     its post-hook, without the cheap gate) and, because it runs nightly, also the steps too

@@ -1,5 +1,5 @@
 {#- Maintain one table with an explicit policy, e.g. from an operator's shell:
-        dbt run-operation iceberg_maintain_table --args '{table: dwd.dim_users, policy: {rewrite_position_delete_files: {min_delete_files: 1}}}'
+        dbt run-operation iceberg_maintain_table --args '{table: dwd.dim_users__state, policy: {rewrite_position_delete_files: {min_delete_files: 1}}}'
     The table's partitioning is detected (iceberg_table_partitioned). `nightly` (default
     true) makes the full health read and runs orphan removal. `on_maintenance_error`: warn
     (default: the operation succeeds and the failure is logged) or fail. -#}

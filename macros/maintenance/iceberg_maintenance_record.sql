@@ -1,6 +1,6 @@
 {#- Record one maintenance run of one table: a row in the maintenance log table
     (iceberg_maintenance_log_write) and one line in dbt's log, e.g.
-        maintenance dwd.dim_users: data files 2 -> 2, bytes 32600 -> 32600, delete files 1 -> 1,
+        maintenance dwd.dim_users__state: data files 2 -> 2, bytes 32600 -> 32600, delete files 1 -> 1,
         manifests n/a -> n/a, snapshots 4 -> 4 | rewrite_data_files skipped (...); ... |
         decision 0.14 s (snapshot summary) | 0.21 s
     Operators read the line; tests and bench parse it (scripts/bench/dbt_workload.py). -#}
