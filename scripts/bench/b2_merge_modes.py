@@ -73,7 +73,8 @@ def merge_once(ctx: BenchContext, mode: str, base: int) -> dict[str, Any]:
     """Roll back, merge, read; for merge-on-read also compact and read again."""
     spark, table = ctx.spark, TABLES[mode]
     rollback(spark, table, base)
-    seconds, files = merged(ctx, table, CHANGES)
+    merge = merged(ctx, table, CHANGES)
+    seconds, files = merge.seconds, merge.files
     sample: dict[str, Any] = {"merge_s": seconds, "files_scanned": files}
     summary = snapshot_summary(spark, table, snapshot_id(spark, table))
     sample["bytes_written"] = bytes_written(summary)

@@ -9,6 +9,10 @@ same rows in the same files' order whatever their write mode.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
 from scripts.bench.common import SCHEMA, BenchContext, drop_tables, snapshot_id, timed
 from scripts.bench.scan_metrics import ScanCounter
 
@@ -25,10 +29,12 @@ def rows_label(rows: int) -> str:
     return f"{rows // 1_000_000}M" if rows >= 1_000_000 else f"{rows // 1_000}k"
 
 
-def create_dimension(ctx: BenchContext, name: str, rows: int, mode: str) -> int:
+def create_dimension(
+    ctx: BenchContext, name: str, rows: int, mode: str, buckets: int | None = None
+) -> int:
     """dim_users__state's columns and the dimensions folder's properties, `write.*.mode` =
-    `mode`, written ordered by key (the state models' write_order). Returns the snapshot
-    holding the initial rows."""
+    `mode`, written ordered by key (the state models' write_order); with `buckets`,
+    partitioned by bucket(buckets, user_id). Returns the snapshot holding the initial rows."""
     spark = ctx.spark
     spark.sql(f"create schema if not exists {SCHEMA}")
     drop_tables(spark, [name])
@@ -39,6 +45,7 @@ def create_dimension(ctx: BenchContext, name: str, rows: int, mode: str) -> int:
             _source_lsn bigint, _source_committed_at timestamp, _loaded_at timestamp
         )
         using iceberg
+        {bucketed(buckets)}
         tblproperties (
             'format-version' = '2',
             'write.delete.mode' = '{mode}',
@@ -51,6 +58,10 @@ def create_dimension(ctx: BenchContext, name: str, rows: int, mode: str) -> int:
     spark.sql(f"alter table {name} write ordered by user_id")
     spark.sql(f"insert into {name} {user_rows_sql(0, rows, 'insert', seed=0)}")
     return snapshot_id(spark, name)
+
+
+def bucketed(buckets: int | None) -> str:
+    return f"partitioned by (bucket({buckets}, user_id))" if buckets else ""
 
 
 def user_rows_sql(first: int, count: int, op: str, seed: int, key_sql: str = "id + 1") -> str:
@@ -74,11 +85,14 @@ def user_rows_sql(first: int, count: int, op: str, seed: int, key_sql: str = "id
     """
 
 
-def create_changes(ctx: BenchContext, name: str, rows: int, changes: int, seed: int) -> None:
+def create_changes(
+    ctx: BenchContext, name: str, rows: int, changes: int, seed: int, buckets: int | None = None
+) -> None:
     """A CDC batch as dim_users__state's model hands it to the merge (a delete is a tombstone
     row, merged like an update): 80% updates and 10% deletes of
     existing keys spread over the whole key range, 10% new keys. Stored once, so every
-    merge of it reads the very same rows."""
+    merge of it reads the very same rows; with `buckets`, bucketed as the target is (what a
+    storage-partitioned join needs)."""
     spark = ctx.spark
     drop_tables(spark, [name])
     inserts = max(1, changes // 10)
@@ -87,7 +101,7 @@ def create_changes(ctx: BenchContext, name: str, rows: int, changes: int, seed: 
     existing = f"pmod(hash(id, {seed}), {rows}) + 1"
     # hashing may draw a key twice: keep one change per key, as the model does
     spark.sql(f"""
-        create table {name} using iceberg as
+        create table {name} using iceberg {bucketed(buckets)} as
         select {COLUMNS} from (
             select *, row_number() over (partition by user_id order by _source_lsn desc)
                 as change_rank
@@ -129,11 +143,47 @@ def read_sql(target: str) -> str:
     """
 
 
-def merged(ctx: BenchContext, target: str, source: str) -> tuple[float, int]:
-    """Merge `source` into `target` as the materialization does: its wall time (keys read
-    included) and the target's data files the merge's scans planned (after pruning)."""
+@dataclass(frozen=True)
+class Merged:
+    seconds: float  # wall time, the source keys' read included
+    files: int  # the target's data files the merge's scans planned (after pruning)
+    shuffles: int  # shuffle exchanges in the merge's plan (a storage-partitioned join has none)
+
+
+def merged(ctx: BenchContext, target: str, source: str) -> Merged:
+    """Merge `source` into `target` as the materialization does."""
     spark = ctx.spark
     with ScanCounter(spark) as scans:
         seconds = timed(lambda: spark.sql(merge_sql(spark, target, source)).collect())[0]
         files = scans.take()
-    return seconds, sum(n for table, n in files.items() if table.endswith(target))
+    return Merged(
+        seconds,
+        sum(n for table, n in files.items() if table.endswith(target)),
+        scans.take_shuffles(),
+    )
+
+
+# Storage-partitioned join: both sides bucketed alike join bucket by bucket, without a shuffle
+# (Iceberg's docs, "Storage Partitioned Join"). Runtime SQL settings, set for one merge.
+SPJ_SETTINGS = {
+    "spark.sql.sources.v2.bucketing.enabled": "true",
+    "spark.sql.sources.v2.bucketing.pushPartValues.enabled": "true",
+    "spark.sql.iceberg.planning.preserve-data-grouping": "true",
+    "spark.sql.requireAllClusterKeysForCoPartition": "false",
+    "spark.sql.sources.v2.bucketing.partiallyClusteredDistribution.enabled": "true",
+}
+
+
+@contextmanager
+def storage_partitioned_join(spark) -> Iterator[None]:
+    saved = {key: spark.conf.get(key, None) for key in SPJ_SETTINGS}
+    for key, value in SPJ_SETTINGS.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
