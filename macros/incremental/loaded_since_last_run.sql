@@ -21,3 +21,10 @@
         {%- endif -%}
     {%- endif -%}
 {% endmacro %}
+
+{#- The loads this model has already processed (up to its watermark), as a literal: what a
+    backfill may recompute. -#}
+{% macro processed_loads(column='_load_id') %}
+    {%- set watermark = run_query('select coalesce(max(' ~ column ~ '), 0) from ' ~ this) -%}
+    {{ column }} <= {{ watermark.columns[0].values()[0] }}
+{%- endmacro %}

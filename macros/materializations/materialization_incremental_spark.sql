@@ -4,7 +4,8 @@
     snapshot history is lost, and a failing CTAS leaves no table at all. Iceberg's replace is one
     commit: a failing query leaves the old table readable, a successful one keeps its history.
     And a second one: a merge whose source has no row is skipped (Iceberg would commit an
-    empty snapshot on every run without new data).
+    empty snapshot on every run without new data). And a third: a backfill run
+    (macros/backfill/backfill.sql) overwrites the model's range of days, whatever its strategy.
     Everything else is dbt-spark's code; compare it with dbt-spark's when upgrading. -#}
 {% materialization incremental, adapter='spark', supported_languages=['sql', 'python'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
@@ -29,6 +30,13 @@
   {#-- for SQL model we will create temp view that doesn't have database and schema --#}
   {%- if language == 'sql'-%}
     {%- set tmp_relation = tmp_relation.include(database=false, schema=false) -%}
+  {%- endif -%}
+
+  {#-- project: a backfill replaces its days (checked below), whatever the model's strategy --#}
+  {%- set backfill = model_backfill() if existing_relation is not none and not should_full_refresh() else none -%}
+  {%- if backfill -%}
+    {%- set strategy = 'insert_overwrite' -%}
+    {{ log(this ~ ": backfill of " ~ backfill.days | length ~ " days, " ~ backfill.start ~ " .. " ~ backfill.end ~ " (end excluded)", info=true) }}
   {%- endif -%}
 
   {#-- Set Overwrite Mode --#}
@@ -66,6 +74,7 @@
       {{ create_table_as(True, tmp_relation, compiled_code, language) }}
     {%- endcall -%}
     {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
+    {%- set empty_days = backfill_check_output(backfill, tmp_relation, config.get('backfill_by')) if backfill else [] -%}
     {#-- project: the merge reads the target only where the source's keys are (a literal
          predicate Iceberg prunes by), and a merge of no rows is skipped (Iceberg would
          commit an empty snapshot) --#}
@@ -82,6 +91,9 @@
     {%- call statement('main') -%}
       {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
     {%- endcall -%}
+    {%- endif -%}
+    {%- if backfill -%}
+      {%- do backfill_finish(target_relation, tmp_relation, config.get('backfill_by'), empty_days) -%}
     {%- endif -%}
     {%- if language == 'python' -%}
       {#--

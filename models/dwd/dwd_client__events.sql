@@ -2,19 +2,28 @@
     config(
         partition_by=['days(event_at)'],
         write_order=['user_id', 'video_id'],
+        backfill_by='event_at',
+        completeness={'arrival_columns': ['ingested_at']},
     )
 }}
 
 {#- One row per client event: valid, typed, first delivery only. Appends new ODS loads;
     a re-sent event (same event_id) that is already here is not appended again (it goes to
     the quarantine as duplicate_event_id; a re-delivered record never gets this far). -#}
-{%- set window = new_events_window(ref('ods_client__events')) %}
+{%- set backfill = model_backfill() %}
+{%- set window = none if backfill else new_events_window(ref('ods_client__events')) %}
 
 with valid_events as (
     select * from {{ ref('dwd_client__events_checked') }}
     where
         reject_reason is null
+        {%- if backfill %}
+        -- a backfill recomputes the loads this model has processed; later ones are the
+        -- schedule's (taking them here would move the watermark past their other days)
+        and {{ processed_loads() }}
+        {%- else %}
         and {{ loaded_since_last_run() }}
+        {%- endif %}
 ),
 
 first_deliveries as (
@@ -34,7 +43,7 @@ first_deliveries as (
 new_events as (
     select first_deliveries.*
     from first_deliveries
-    {% if is_incremental() -%}
+    {% if is_incremental() and not backfill -%}
         -- an earlier copy can only lie in the days a new event can have: read just those
         -- (a subquery keeps the whole read inside the incremental branch)
         left anti join (  -- noqa: ST05
@@ -43,7 +52,12 @@ new_events as (
         ) as loaded
             on first_deliveries.event_id = loaded.event_id
     {%- endif %}
-    where first_deliveries.event_rank = 1
+    where
+        first_deliveries.event_rank = 1
+        {%- if backfill %}
+        -- every copy was ranked above, so a first delivery outside the range still wins
+        and {{ backfill_filter(backfill, 'first_deliveries.event_at') }}
+        {%- endif %}
 )
 
 select

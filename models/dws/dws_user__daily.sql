@@ -1,4 +1,4 @@
-{{ config(partition_by=['event_date']) }}
+{{ config(partition_by=['event_date'], backfill_by='event_date') }}
 
 {#- Per user and day: activity and engagement. Recomputes only the days touched by newly
     loaded events and overwrites exactly those day partitions. -#}

@@ -1,4 +1,4 @@
-{{ config(partition_by=['event_date']) }}
+{{ config(partition_by=['event_date'], backfill_by='event_date') }}
 
 {#- Per video and day: reach, plays, watch time, engagement and completion. A run
     recomputes only the days its newly loaded events fall in (late events included) and

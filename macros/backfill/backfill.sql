@@ -1,0 +1,81 @@
+{#- A backfill recomputes a range of whole days of the models that declare `backfill_by` (the
+    column whose days partition them), after a fix, with dbt's own flags:
+
+        dbt build --select dwd_client__events+ --event-time-start 2026-01-03 --event-time-end 2026-01-10
+
+    Such a model then replaces exactly those days (dynamic partition overwrite; a day left
+    with no row is deleted) and leaves every other day's files untouched. Models without
+    `backfill_by` run as scheduled. See docs/backfill.md. -#}
+
+{#- This model's backfill in this run: none, or {start, end, days} ('YYYY-MM-DD' strings; end
+    exclusive, as dbt's --event-time-end). None on a first build or a full refresh, which
+    build every day anyway. -#}
+{% macro model_backfill() %}
+    {%- if not config.get('backfill_by') or not is_incremental() -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {{ return(backfill_range()) }}
+{% endmacro %}
+
+{% macro backfill_range() %}
+    {%- set start = invocation_args_dict.get('event_time_start') -%}
+    {%- set end = invocation_args_dict.get('event_time_end') -%}
+    {%- if start is none or end is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set bounds = [] -%}
+    {%- for bound in [start, end] -%}
+        {%- set moment = modules.datetime.datetime.fromisoformat(bound | string) -%}
+        {%- if moment.hour or moment.minute or moment.second or moment.microsecond -%}
+            {{ exceptions.raise_compiler_error(
+                "backfill: " ~ bound ~ " is not a midnight: a backfill replaces whole days "
+                ~ "(the tables are partitioned by day); give dates like 2026-01-03") }}
+        {%- endif -%}
+        {%- do bounds.append(moment.date()) -%}
+    {%- endfor -%}
+    {%- set days = [] -%}
+    {%- for offset in range((bounds[1] - bounds[0]).days) -%}
+        {%- do days.append((bounds[0] + modules.datetime.timedelta(days=offset)).isoformat()) -%}
+    {%- endfor -%}
+    {{ return({'start': bounds[0].isoformat(), 'end': bounds[1].isoformat(), 'days': days}) }}
+{% endmacro %}
+
+{#- `column` (a date or a timestamp) within the backfill's days: string literals, which Spark
+    casts to the column's type, so Iceberg prunes by partition. -#}
+{% macro backfill_filter(backfill, column) %}
+    ({{ column }} >= '{{ backfill.start }}' and {{ column }} < '{{ backfill.end }}')
+{%- endmacro %}
+
+{#- Before the write: the model's rows (computed once, cached) must all lie in the range, as a
+    partition overwrite replaces every day it writes. Returns the range's days that have no
+    row, which the overwrite would leave as they are. -#}
+{% macro backfill_check_output(backfill, relation, column) %}
+    {%- do run_query('cache table ' ~ relation) -%}
+    {%- set written = run_query('select distinct cast(to_date(' ~ column ~ ') as string) from '
+        ~ relation).columns[0].values() | list -%}
+    {%- set outside = written | reject('in', backfill.days) | list -%}
+    {%- if outside -%}
+        {{ exceptions.raise_compiler_error(
+            "backfill of " ~ this ~ ": the model produced rows for " ~ outside | join(', ')
+            ~ ", outside " ~ backfill.start ~ " .. " ~ backfill.end ~ " (end excluded); "
+            ~ "writing them would replace those days. Filter the model by backfill_filter().") }}
+    {%- endif -%}
+    {{ return(backfill.days | reject('in', written) | list) }}
+{% endmacro %}
+
+{#- After the write: delete the range's days the recomputation left without a row, and free
+    the cached rows. -#}
+{% macro backfill_finish(relation, tmp_relation, column, empty_days) %}
+    {%- do run_query('uncache table if exists ' ~ tmp_relation) -%}
+    {%- if empty_days -%}
+        {{ log("backfill of " ~ relation ~ ": no row left for " ~ empty_days | join(', ') ~ ", deleted", info=true) }}
+        {%- call statement('backfill_clear_days') -%}
+            delete from {{ relation }} where
+            {%- for day in empty_days %}
+                {%- set next_day = modules.datetime.date.fromisoformat(day) + modules.datetime.timedelta(days=1) %}
+                {{ backfill_filter({'start': day, 'end': next_day.isoformat()}, column) }}
+                {{- ' or' if not loop.last }}
+            {%- endfor %}
+        {%- endcall -%}
+    {%- endif -%}
+{% endmacro %}
