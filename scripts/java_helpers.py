@@ -3,9 +3,10 @@
 Spark SQL cannot see names that start with "_" or ".", so the landing loader asks Hadoop
 directly whether a batch folder holds its `_SUCCESS` marker, through
 `reflect('lakehouse.LandingFolders', 'isComplete', folder)`, and lists only the batch folders
-changed since the last load (`changedFolders`). The source is compiled with the
-JDK's javac against the pyspark jars the first time a session needs it (a few seconds), into
-`build/`; a changed source is recompiled.
+changed since the last load (`changedFolders`). Spark 3.5 SQL cannot put a property in a
+snapshot summary either: `SnapshotSummary.stamp` does, for the completeness watermark. The
+source is compiled with the JDK's javac against the pyspark jars and the Iceberg runtime the
+first time a session needs it (a few seconds), into `build/`; a changed source is recompiled.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ def _tool(name: str) -> str:
     )
 
 
-def helper_jar() -> Path:
-    """The compiled jar, built when missing or older than a source file."""
+def helper_jar(iceberg_jar: Path) -> Path:
+    """The compiled jar, built when missing or older than a source file, against the pyspark
+    jars and `iceberg_jar` (SnapshotSummary uses Iceberg's API)."""
     import pyspark
 
     jar = BUILD_DIR / JAR_NAME
@@ -46,7 +48,7 @@ def helper_jar() -> Path:
     if jar.is_file() and jar.stat().st_mtime >= newest:
         return jar
     BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    classpath = str(Path(pyspark.__file__).parent / "jars" / "*")
+    classpath = f"{Path(pyspark.__file__).parent / 'jars' / '*'}{os.pathsep}{iceberg_jar}"
     with tempfile.TemporaryDirectory(dir=BUILD_DIR) as scratch:
         classes = Path(scratch) / "classes"
         command = [_tool("javac"), "--release", "8", "-nowarn", "-cp", classpath]

@@ -116,7 +116,7 @@ def spark_conf(target: str = "local") -> dict[str, str]:
     return {
         "spark.master": os.environ.get("LAKEHOUSE_SPARK_MASTER", MASTERS[target]),
         "spark.app.name": f"lakehouse-{target}",
-        "spark.jars": f"{iceberg_runtime_jar()},{helper_jar()}",
+        "spark.jars": f"{iceberg_runtime_jar()},{helper_jar(iceberg_runtime_jar())}",
         **iceberg_catalog_conf(),
         "spark.sql.warehouse.dir": str(paths.warehouse),
         # Not Spark's: the landing zone, read by the landing_dir() macro (plain dbt included).
@@ -245,7 +245,7 @@ def metastore_conf(cluster: ClusterSettings) -> dict[str, str]:
 
 def cluster_spark_conf(cluster: ClusterSettings) -> dict[str, str]:
     """Every Spark setting of the Thrift server submitted to the standalone cluster."""
-    jar = f"{iceberg_runtime_jar()}:{helper_jar()}"
+    jar = f"{iceberg_runtime_jar()}:{helper_jar(iceberg_runtime_jar())}"
     java_options = f"{cluster.marker} -Duser.timezone=UTC"
     return {
         "spark.master": cluster.master_url,

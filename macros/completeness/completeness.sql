@@ -1,6 +1,6 @@
 {#- Completeness watermarks: the data time up to which a table is complete, recorded by its
-    writer after each commit that moves it, and read by downstream jobs instead of guessing.
-    See docs/completeness.md.
+    writer in the table's snapshot summary (`lakehouse.complete-through`) after each run that
+    moves it, and read by downstream jobs instead of guessing. See docs/completeness.md.
 
     A model opts in with the config `completeness`:
       {'arrival_columns': ['ingested_at']}  complete through the newest arrival among its
@@ -10,7 +10,9 @@
                                             watermarks (it recomputes what they deliver)
     Several columns or upstreams: the minimum over them. -#}
 
-{#- Post-hook: record this model's watermark when it moved, with the snapshot it describes. -#}
+{#- Post-hook: stamp this model's watermark into its snapshot summary when it moved. Spark 3.5
+    SQL cannot set a summary property, so a Java helper commits an empty append carrying it;
+    `from values (1)` makes Spark evaluate the call on the driver (scripts/java/lakehouse/). -#}
 {% macro record_completeness() %}
     {%- set spec = config.get('completeness') -%}
     {%- if not execute or not spec or model.resource_type != 'model' -%}{{ return('') }}{%- endif -%}
@@ -29,68 +31,52 @@
     {%- endif -%}
     {%- set through = candidates | min -%}
     {%- if through == completeness_of(this) -%}{{ return('') }}{%- endif -%}
-    {%- set relation = completeness_relation() -%}
-    {%- do run_query('create schema if not exists ' ~ relation.schema) -%}
-    {%- do run_query(completeness_ddl(relation)) -%}
-    {%- set snapshot = run_query('select snapshot_id from ' ~ this ~ '.snapshots order by committed_at desc limit 1').columns[0].values()[0] -%}
-    {%- do run_query("insert into " ~ relation ~ " values ('" ~ this.schema ~ "." ~ this.identifier ~ "', "
-        ~ snapshot ~ ", timestamp'" ~ through ~ "', '" ~ invocation_id ~ "', current_timestamp())") -%}
+    {%- do run_query("select reflect('lakehouse.SnapshotSummary', 'stamp', '" ~ this ~ "', '"
+        ~ completeness_key() ~ "', '" ~ through ~ "') from values (1)") -%}
     {{ log(this ~ ": complete through " ~ through, info=true) }}
     {{ return('') }}
 {% endmacro %}
 
-{#- The latest watermark recorded for `relation` ('YYYY-MM-DD HH:MM:SS' string), or none. -#}
+{% macro completeness_key() %}{{ return('lakehouse.complete-through') }}{% endmacro %}
+
+{#- The watermark of `relation`: the newest one stamped on its current lineage
+    ('YYYY-MM-DD HH:MM:SS[.fff]' string), or none (also when the table does not exist yet). -#}
 {% macro completeness_of(relation) %}
-    {%- if not execute -%}{{ return(none) }}{%- endif -%}
-    {%- set log_relation = completeness_relation() -%}
-    {%- if not _completeness_log_exists(log_relation) -%}{{ return(none) }}{%- endif -%}
-    {%- set found = run_query("select cast(complete_through as string) from " ~ log_relation
-        ~ " where table_name = '" ~ relation.schema ~ "." ~ relation.identifier
-        ~ "' order by recorded_at desc limit 1").columns[0].values() -%}
-    {{ return(found[0] if found else none) }}
+    {%- if not execute or load_relation(relation) is none -%}{{ return(none) }}{%- endif -%}
+    {%- set found = run_query(completeness_query(relation) ~ " limit 1").rows -%}
+    {{ return(found[0][0] if found else none) }}
 {% endmacro %}
+
+{#- (complete_through, snapshot_id, committed_at) of `relation`'s stamped snapshots on its
+    current lineage (a rolled-back snapshot does not count), newest first. -#}
+{% macro completeness_query(relation) %}
+    select snapshots.summary['{{ completeness_key() }}'], snapshots.snapshot_id,
+           cast(snapshots.committed_at as string)
+    from {{ relation }}.snapshots as snapshots
+    join {{ relation }}.history as history
+        on history.snapshot_id = snapshots.snapshot_id and history.is_current_ancestor
+    where snapshots.summary['{{ completeness_key() }}'] is not null
+    order by history.made_current_at desc
+{%- endmacro %}
 
 {% macro completeness_allowance_hours() %}
     {{- return(var('completeness_allowance_hours', var('max_event_lateness_days') * 24) | int) -}}
 {% endmacro %}
 
-{#- <schema_prefix>ops.completeness: one row per watermark move. -#}
-{% macro completeness_relation() %}
-    {%- set schema = var('schema_prefix', '') ~ var('maintenance_log_schema', 'ops') -%}
-    {{ return(api.Relation.create(schema=schema, identifier='completeness', type='table')) }}
-{% endmacro %}
-
-{#- Asked of the catalog: dbt's relation cache knows only the schemas of the project's models. -#}
-{% macro _completeness_log_exists(relation) %}
-    {%- if run_query("show schemas like '" ~ relation.schema ~ "'") | length == 0 -%}{{ return(false) }}{%- endif -%}
-    {{ return(run_query("show tables in " ~ relation.schema ~ " like '" ~ relation.identifier ~ "'") | length > 0) }}
-{% endmacro %}
-
-{% macro completeness_ddl(relation) %}
-    create table if not exists {{ relation }} (
-        table_name string comment '<schema>.<table>',
-        snapshot_id bigint comment 'the snapshot the watermark describes',
-        complete_through timestamp comment 'data time up to which the table is complete',
-        run_id string comment 'dbt invocation id of the writing run',
-        recorded_at timestamp
-    ) using iceberg
-    tblproperties ('format-version' = '2', 'write.distribution-mode' = 'none',
-                   'write.metadata.delete-after-commit.enabled' = 'true')
-{% endmacro %}
-
-{#- `dbt run-operation completeness`: every table's latest watermark, and whether the snapshot
-    it describes is still the table's current one. -#}
+{#- `dbt run-operation completeness`: the watermark of every model that records one. -#}
 {% macro completeness() %}
-    {%- set relation = completeness_relation() -%}
-    {%- if not _completeness_log_exists(relation) -%}
-        {{ print("no watermark recorded yet (" ~ relation ~ " does not exist)") }}
-        {{ return('') }}
-    {%- endif -%}
-    {%- set rows = run_query("select table_name, cast(complete_through as string), snapshot_id, cast(recorded_at as string) from (
-        select *, row_number() over (partition by table_name order by recorded_at desc) as rank from " ~ relation ~ "
-    ) where rank = 1 order by table_name").rows -%}
-    {%- for row in rows -%}
-        {{ print(row[0] ~ "  complete through " ~ row[1] ~ "  (snapshot " ~ row[2] ~ ", recorded " ~ row[3] ~ ")") }}
+    {%- for node in graph.nodes.values()
+        if node.resource_type == 'model' and node.config.get('completeness') -%}
+        {%- set relation = api.Relation.create(schema=node.schema, identifier=node.alias, type='table') -%}
+        {%- if load_relation(relation) is none -%}
+            {{ print(relation ~ "  not built yet") }}
+            {%- continue -%}
+        {%- endif -%}
+        {%- set found = run_query(completeness_query(relation) ~ " limit 1").rows -%}
+        {%- if found -%}
+            {{ print(relation ~ "  complete through " ~ found[0][0] ~ "  (snapshot " ~ found[0][1] ~ ", " ~ found[0][2] ~ ")") }}
+        {%- else -%}
+            {{ print(relation ~ "  no watermark yet") }}
+        {%- endif -%}
     {%- endfor -%}
-    {{ return('') }}
 {% endmacro %}

@@ -34,7 +34,7 @@ from scripts.bench.common import SIZES, BenchContext, BenchResult, fmt
 from scripts.cli import parser_from_doc
 from scripts.spark_config import PROJECT_DIR
 
-NAMES = ("b1", "b2", "b3", "b4", "b5", "b6")
+NAMES = ("b1", "b2", "b3", "b4", "b5", "b6", "b7")
 
 
 def runner(name: str) -> Callable[[BenchContext], BenchResult]:
@@ -46,6 +46,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         b4_dbt_overhead,
         b5_scaling,
         b6_history,
+        b7_backfill,
     )
 
     return {
@@ -55,6 +56,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         "b4": b4_dbt_overhead.run,
         "b5": b5_scaling.run,
         "b6": b6_history.run,
+        "b7": b7_backfill.run,
     }[name]
 
 
@@ -84,7 +86,7 @@ def session(data_dir: Path, target: str) -> SparkSession:
 
 def main(argv: list[str] | None = None) -> int:
     parser = parser_from_doc("bench", __doc__)
-    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b6")
+    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b7")
     parser.add_argument("--size", choices=SIZES, default="full")
     parser.add_argument("--smoke", action="store_true", help="same as --size smoke --repeats 1")
     parser.add_argument("--repeats", type=int, help="repeats per measurement (default 3)")

@@ -54,10 +54,12 @@ class DbtOutcome:
 
 
 class Workload:
-    def __init__(self, ctx: BenchContext):
+    def __init__(self, ctx: BenchContext, scale: Scale | None = None, name: str = "dbt"):
+        """`scale` (default: SIZES[ctx.size]) and `name` (its own store) for a benchmark
+        whose landing differs from the shared one."""
         self.ctx = ctx
-        self.scale = SIZES[ctx.size]
-        self.root = ctx.work_dir / f"dbt-{ctx.size}"
+        self.scale = scale or SIZES[ctx.size]
+        self.root = ctx.work_dir / f"{name}-{ctx.size}"
         self.store = self.root / "store"
         self.live = self.root / "landing"
 
@@ -108,8 +110,9 @@ class Workload:
 
     # -- dbt ------------------------------------------------------------------------------
 
-    def dbt(self, args: list[str]) -> DbtOutcome:
-        """dbt in this process, on this session, with its own target and log folders."""
+    def dbt(self, args: list[str], select: list[str] | None = None) -> DbtOutcome:
+        """dbt in this process, on this session, with its own target and log folders;
+        `select` replaces the size's selection (SELECT)."""
         from dbt.cli.main import dbtRunner
 
         from scripts.dbt_try_execute import install
@@ -136,7 +139,7 @@ class Workload:
         ]  # fmt: skip
         with environment(**variables):
             started = time.perf_counter()
-            command = [*args, *SELECT[self.ctx.size], *flags]
+            command = [*args, *(SELECT[self.ctx.size] if select is None else select), *flags]
             result = dbtRunner(callbacks=[listen]).invoke(command)
             outcome.seconds = time.perf_counter() - started
         outcome.success = bool(result.success)

@@ -1,5 +1,6 @@
-"""Completeness watermarks (issue #15 point 2): DWD events records the event time up to which
-it is complete (newest arrival minus the allowance), DWS records what it computed from, and
+"""Completeness watermarks (issue #15 point 2): DWD events records in its snapshot summary the
+event time up to which it is complete (newest arrival minus the allowance), DWS records what
+it computed from, and
 with var publish_complete_days_only a DWS model publishes a day only once DWD's watermark has
 passed its end.
 
@@ -25,7 +26,6 @@ SEED = 53
 SCALE = Scale(users=100, videos=30, events_per_batch=500, batches=3, min_changes_per_batch=4)
 DWD = f"{PREFIX}dwd.dwd_client__events"
 DWS = f"{PREFIX}dws.dws_user__daily"
-LOG = f"{PREFIX}ops.completeness"
 
 
 class Gated:
@@ -57,10 +57,11 @@ class Gated:
         return {row[0] for row in rows}
 
     def watermark(self, table: str) -> str:
+        """The newest lakehouse.complete-through in the table's snapshot summaries."""
         query = (
-            f"select cast(complete_through as string) from {LOG} "
-            f"where table_name = '{table.removeprefix('spark_catalog.')}' "
-            "order by recorded_at desc limit 1"
+            f"select summary['lakehouse.complete-through'] from {table}.snapshots "
+            "where summary['lakehouse.complete-through'] is not null "
+            "order by committed_at desc limit 1"
         )
         return self.spark.sql(query).first()[0]
 

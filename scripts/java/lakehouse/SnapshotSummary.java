@@ -1,0 +1,42 @@
+package lakehouse;
+
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.spark.Spark3Util;
+import org.apache.spark.sql.SparkSession;
+import scala.Option;
+
+/**
+ * Records a property in an Iceberg table's snapshot summary, which Spark 3.5 SQL cannot do
+ * (Iceberg reads extra summary properties from DataFrame write options or a thread-local only;
+ * SQL write options arrive with Spark 4.0). It commits an empty append whose summary carries
+ * the property, e.g. lakehouse.complete-through.
+ *
+ * <p>It needs the driver's session and catalog: call it as
+ * {@code select reflect('lakehouse.SnapshotSummary', 'stamp', table, key, value) from values (1)}.
+ * A projection over an inline table is evaluated by Spark's optimizer, on the driver; without
+ * the {@code from values (1)} it would run in a task, on an executor.
+ */
+public final class SnapshotSummary {
+  private SnapshotSummary() {}
+
+  /** Returns the id of the snapshot carrying key=value (a new one unless the table's current
+   * snapshot already carries it: evaluating the call twice commits once). */
+  public static String stamp(String table, String key, String value) throws Exception {
+    Option<SparkSession> session = SparkSession.getActiveSession();
+    if (session.isEmpty()) {
+      session = SparkSession.getDefaultSession();
+    }
+    if (session.isEmpty()) {
+      throw new IllegalStateException(
+          "SnapshotSummary.stamp needs the driver's Spark session: call it as "
+              + "select reflect(...) from values (1)");
+    }
+    Table iceberg = Spark3Util.loadIcebergTable(session.get(), table);
+    Snapshot current = iceberg.currentSnapshot();
+    if (current == null || !value.equals(current.summary().get(key))) {
+      iceberg.newAppend().set(key, value).commit();
+    }
+    return String.valueOf(iceberg.currentSnapshot().snapshotId());
+  }
+}
