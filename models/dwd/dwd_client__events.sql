@@ -12,18 +12,17 @@
     the quarantine as duplicate_event_id; a re-delivered record never gets this far). -#}
 {%- set backfill = model_backfill() %}
 {%- set window = none if backfill else new_events_window(ref('ods_client__events')) %}
+{#- a backfill recomputes the loads this model has processed; later ones are the schedule's
+    (taking them here would move the watermark past their other days) -#}
+{%- set loads = processed_loads() if backfill else loaded_since_last_run() %}
+{#- every copy is ranked, so a first delivery outside a backfill's range still wins -#}
+{%- set in_range = backfill_filter(backfill, 'first_deliveries.event_at') if backfill else 'true' %}
 
 with valid_events as (
     select * from {{ ref('dwd_client__events_checked') }}
     where
         reject_reason is null
-        {%- if backfill %}
-        -- a backfill recomputes the loads this model has processed; later ones are the
-        -- schedule's (taking them here would move the watermark past their other days)
-        and {{ processed_loads() }}
-        {%- else %}
-        and {{ loaded_since_last_run() }}
-        {%- endif %}
+        and {{ loads }}
 ),
 
 first_deliveries as (
@@ -54,10 +53,7 @@ new_events as (
     {%- endif %}
     where
         first_deliveries.event_rank = 1
-        {%- if backfill %}
-        -- every copy was ranked above, so a first delivery outside the range still wins
-        and {{ backfill_filter(backfill, 'first_deliveries.event_at') }}
-        {%- endif %}
+        and {{ in_range }}
 )
 
 select
