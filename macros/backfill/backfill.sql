@@ -3,8 +3,8 @@
 
         dbt build --select dwd_client__events+ --event-time-start 2026-01-03 --event-time-end 2026-01-10
 
-    Such a model then replaces exactly those days (dynamic partition overwrite; a day left
-    with no row is deleted) and leaves every other day's files untouched. Models without
+    Such a model then replaces exactly those days (dynamic partition overwrite of its rows of
+    the range; a day left with no row is deleted) and leaves every other day's files untouched. Models without
     `backfill_by` run as scheduled. See docs/backfill.md. -#}
 
 {#- This model's backfill in this run: none, or {start, end, days} ('YYYY-MM-DD' strings; end
@@ -46,27 +46,27 @@
     ({{ column }} >= '{{ backfill.start }}' and {{ column }} < '{{ backfill.end }}')
 {%- endmacro %}
 
-{#- Before the write: the model's rows (computed once, cached) must all lie in the range, as a
-    partition overwrite replaces every day it writes. Returns the range's days that have no
-    row, which the overwrite would leave as they are. -#}
-{% macro backfill_check_output(backfill, relation, column) %}
-    {%- do run_query('cache table ' ~ relation) -%}
-    {%- set written = run_query('select distinct cast(to_date(' ~ column ~ ') as string) from '
-        ~ relation).columns[0].values() | list -%}
-    {%- set outside = written | reject('in', backfill.days) | list -%}
-    {%- if outside -%}
-        {{ exceptions.raise_compiler_error(
-            "backfill of " ~ this ~ ": the model produced rows for " ~ outside | join(', ')
-            ~ ", outside " ~ backfill.start ~ " .. " ~ backfill.end ~ " (end excluded); "
-            ~ "writing them would replace those days. Filter the model by backfill_filter().") }}
-    {%- endif -%}
-    {{ return(backfill.days | reject('in', written) | list) }}
-{% endmacro %}
+{#- The model's SQL as a backfill writes it: only its rows of the range. A partition
+    overwrite replaces every day it writes, so rows of other days (a model that ignores the
+    range) must never reach it: those days keep their files whatever the model computes. -#}
+{% macro backfill_rows(backfill, sql, column) %}
+    select * from (
+        {{ sql }}
+    ) as backfill_rows
+    where {{ backfill_filter(backfill, column) }}
+{%- endmacro %}
 
-{#- After the write: delete the range's days the recomputation left without a row, and free
-    the cached rows. -#}
-{% macro backfill_finish(relation, tmp_relation, column, empty_days) %}
-    {%- do run_query('uncache table if exists ' ~ tmp_relation) -%}
+{#- After the write: the range's days the overwrite wrote no file for (the recomputation left
+    them without any row) still hold their old rows; delete them. The days written are read
+    from the new snapshot's added files (metadata: each file's lower bound of `column`); none
+    when the overwrite committed nothing (`head_before` still the head of main). -#}
+{% macro backfill_finish(relation, column, backfill, head_before) %}
+    {%- set written = [] if backfill_head(relation) == head_before else run_query(
+        "select distinct cast(to_date(entries.readable_metrics." ~ column ~ ".lower_bound) as string)"
+        ~ " from " ~ relation ~ ".entries as entries"
+        ~ " join " ~ relation ~ ".refs as refs on refs.name = 'main' and entries.snapshot_id = refs.snapshot_id"
+        ~ " where entries.status = 1 and entries.data_file.content = 0").columns[0].values() | list -%}
+    {%- set empty_days = backfill.days | reject('in', written) | list -%}
     {%- if empty_days -%}
         {{ log("backfill of " ~ relation ~ ": no row left for " ~ empty_days | join(', ') ~ ", deleted", info=true) }}
         {%- call statement('backfill_clear_days') -%}
@@ -78,4 +78,9 @@
             {%- endfor %}
         {%- endcall -%}
     {%- endif -%}
+{% endmacro %}
+
+{#- The snapshot at the head of `relation`'s main branch. -#}
+{% macro backfill_head(relation) %}
+    {{ return(run_query("select snapshot_id from " ~ relation ~ ".refs where name = 'main'").columns[0].values()[0]) }}
 {% endmacro %}

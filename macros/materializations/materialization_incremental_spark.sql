@@ -32,7 +32,7 @@
     {%- set tmp_relation = tmp_relation.include(database=false, schema=false) -%}
   {%- endif -%}
 
-  {#-- project: a backfill replaces its days (checked below), whatever the model's strategy --#}
+  {#-- project: a backfill replaces its days, whatever the model's strategy --#}
   {%- set backfill = model_backfill() if existing_relation is not none and not should_full_refresh() else none -%}
   {%- if backfill -%}
     {%- set strategy = 'insert_overwrite' -%}
@@ -70,11 +70,12 @@
     {% do persist_constraints(target_relation, model) %}
   {%- else -%}
     {#-- Relation must be merged --#}
+    {#-- project: a backfill writes only the model's rows of its range --#}
+    {%- set source_sql = backfill_rows(backfill, compiled_code, config.get('backfill_by')) if backfill else compiled_code -%}
     {%- call statement('create_tmp_relation', language=language) -%}
-      {{ create_table_as(True, tmp_relation, compiled_code, language) }}
+      {{ create_table_as(True, tmp_relation, source_sql, language) }}
     {%- endcall -%}
     {%- do process_schema_changes(on_schema_change, tmp_relation, existing_relation) -%}
-    {%- set empty_days = backfill_check_output(backfill, tmp_relation, config.get('backfill_by')) if backfill else [] -%}
     {#-- project: the merge reads the target only where the source's keys are (a literal
          predicate Iceberg prunes by), and a merge of no rows is skipped (Iceberg would
          commit an empty snapshot) --#}
@@ -88,12 +89,13 @@
     {%- if source_keys is not none and source_keys.predicate -%}
       {%- set incremental_predicates = (incremental_predicates or []) + [source_keys.predicate] -%}
     {%- endif -%}
+    {%- set head_before = backfill_head(target_relation) if backfill else none -%}
     {%- call statement('main') -%}
       {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
     {%- endcall -%}
     {%- endif -%}
     {%- if backfill -%}
-      {%- do backfill_finish(target_relation, tmp_relation, config.get('backfill_by'), empty_days) -%}
+      {%- do backfill_finish(target_relation, config.get('backfill_by'), backfill, head_before) -%}
     {%- endif -%}
     {%- if language == 'python' -%}
       {#--

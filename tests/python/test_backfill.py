@@ -190,19 +190,26 @@ def test_a_backfill_takes_whole_days_only(houses):
 
 UNFILTERED = """
 {{ config(schema='scratch_backfill', partition_by=['day'], backfill_by='day') }}
-select date'2026-01-01' + cast(id as int) as day, id from range(4)
+select date'2026-01-01' + cast(id as int) as day, id * {{ var('round') }} as value from range(4)
 """
 
 
-def test_a_backfill_refuses_a_model_that_writes_outside_its_range(spark, dbt, tmp_path):
-    """A partition overwrite replaces every day it writes: a model that ignores the range
-    would replace days outside it. The run fails before writing."""
+def test_a_model_that_ignores_the_range_still_replaces_only_its_days(spark, dbt, tmp_path):
+    """A partition overwrite replaces every day it writes: the rows a model computes outside
+    the range never reach it, so those days keep their files."""
+    table = "scratch_backfill.unfiltered"
     project = write_scratch_project(tmp_path, {"unfiltered.sql": UNFILTERED})
-    spark.sql("drop table if exists scratch_backfill.unfiltered purge")
-    dbt(["run", "--project-dir", str(project)])
-    snapshot = spark.sql("select snapshot_id from scratch_backfill.unfiltered.snapshots").collect()
+    spark.sql(f"drop table if exists {table} purge")
+    dbt(["run", "--project-dir", str(project), "--vars", "{round: 1}"])
+    files = {r[0] for r in spark.sql(f"select file_path from {table}.files").collect()}
     flags = ["--event-time-start", "2026-01-02", "--event-time-end", "2026-01-03"]
-    run = dbt(["run", "--project-dir", str(project), *flags], expect_success=False)
-    assert not run.success and "outside 2026-01-02 .. 2026-01-03" in run.log
-    after = spark.sql("select snapshot_id from scratch_backfill.unfiltered.snapshots").collect()
-    assert after == snapshot
+    dbt(["run", "--project-dir", str(project), "--vars", "{round: 2}", *flags])
+    rows = spark.sql(f"select cast(day as string), value from {table} order by day").collect()
+    assert [tuple(r) for r in rows] == [
+        ("2026-01-01", 0),
+        ("2026-01-02", 2),
+        ("2026-01-03", 2),
+        ("2026-01-04", 3),
+    ]
+    after = {r[0] for r in spark.sql(f"select file_path from {table}.files").collect()}
+    assert len(files - after) == 1  # the one day's file replaced, the three others kept
