@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from iceberg_scans import data_files, files_per_scan
 
+from scripts.export_changes import current_snapshot, export
 from scripts.generate_landing import LandingGenerator, Scale
 
 PREFIX = "dimstate_"
@@ -182,3 +183,21 @@ def test_tombstones_past_their_retention_are_dropped(warehouse, users):
     assert warehouse.row(recent.user_id)._is_deleted  # deleted today: kept
     assert warehouse.spark.sql(f"select count(*) from {STATE} where {older}").first()[0] == 0
     assert warehouse.spark.sql(f"select count(*) from {VIEW}").first()[0] == live
+
+
+def test_the_change_feed_of_the_state_is_the_change_applied(warehouse, tmp_path):
+    """export-changes on the real merge-on-read dimension, across the run's maintenance
+    commits: one landed update is exactly one before and one after image."""
+    (target,) = warehouse.live_users(1)
+    spark = warehouse.spark
+    before = current_snapshot(spark, STATE)
+    top = spark.sql(f"select max(_source_lsn) from {STATE}").first()[0]
+    warehouse.land_changes(change(target, "+U", top + 1, user_name="fed downstream"))
+    warehouse.run()
+    out = tmp_path / "changes.jsonl"
+    export(spark, STATE, ["user_id"], out, before, current_snapshot(spark, STATE))
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["_change_type"], r["user_id"], r["user_name"]) for r in lines] == [
+        ("update_before", target.user_id, target.user_name),
+        ("update_after", target.user_id, "fed downstream"),
+    ]
