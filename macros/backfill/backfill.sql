@@ -4,8 +4,8 @@
         dbt build --select dwd_client__events+ --event-time-start 2026-01-03 --event-time-end 2026-01-10
 
     Such a model then replaces exactly those days (dynamic partition overwrite of its rows of
-    the range; a day left with no row is deleted) and leaves every other day's files untouched. Models without
-    `backfill_by` run as scheduled. See docs/backfill.md. -#}
+    the range; a day left with no row is deleted) and leaves every other day's files
+    untouched. Models without `backfill_by` run as scheduled. See docs/backfill.md. -#}
 
 {#- This model's backfill in this run: none, or {start, end, days} ('YYYY-MM-DD' strings; end
     exclusive, as dbt's --event-time-end). None on a first build or a full refresh, which
@@ -61,11 +61,11 @@
     from the new snapshot's added files (metadata: each file's lower bound of `column`); none
     when the overwrite committed nothing (`head_before` still the head of main). -#}
 {% macro backfill_finish(relation, column, backfill, head_before) %}
-    {%- set written = [] if backfill_head(relation) == head_before else run_query(
-        "select distinct cast(to_date(entries.readable_metrics." ~ column ~ ".lower_bound) as string)"
-        ~ " from " ~ relation ~ ".entries as entries"
-        ~ " join " ~ relation ~ ".refs as refs on refs.name = 'main' and entries.snapshot_id = refs.snapshot_id"
-        ~ " where entries.status = 1 and entries.data_file.content = 0").columns[0].values() | list -%}
+    {%- set head = backfill_head(relation) -%}
+    {%- set written = [] if head == head_before else run_query(
+        "select distinct cast(to_date(readable_metrics." ~ column ~ ".lower_bound) as string)"
+        ~ " from " ~ relation ~ ".entries where snapshot_id = " ~ head
+        ~ " and status = 1 and data_file.content = 0").columns[0].values() | list -%}
     {%- set empty_days = backfill.days | reject('in', written) | list -%}
     {%- if empty_days -%}
         {{ log("backfill of " ~ relation ~ ": no row left for " ~ empty_days | join(', ') ~ ", deleted", info=true) }}

@@ -33,7 +33,7 @@
   {%- endif -%}
 
   {#-- project: a backfill replaces its days, whatever the model's strategy --#}
-  {%- set backfill = model_backfill() if existing_relation is not none and not should_full_refresh() else none -%}
+  {%- set backfill = model_backfill() -%}
   {%- if backfill -%}
     {%- set strategy = 'insert_overwrite' -%}
     {{ log(this ~ ": backfill of " ~ backfill.days | length ~ " days, " ~ backfill.start ~ " .. " ~ backfill.end ~ " (end excluded)", info=true) }}
