@@ -31,33 +31,49 @@
     {%- endif -%}
     {%- set through = candidates | min -%}
     {%- if through == completeness_of(this) -%}{{ return('') }}{%- endif -%}
+    {#- a write-audit-publish run stamps its branch: published with the data it describes -#}
     {%- do run_query("select reflect('lakehouse.SnapshotSummary', 'stamp', '" ~ this ~ "', '"
-        ~ completeness_key() ~ "', '" ~ through ~ "') from values (1)") -%}
+        ~ completeness_key() ~ "', '" ~ through ~ "', '" ~ (wap_active_branch() or 'main') ~ "') from values (1)") -%}
     {{ log(this ~ ": complete through " ~ through, info=true) }}
     {{ return('') }}
 {% endmacro %}
 
 {% macro completeness_key() %}{{ return('lakehouse.complete-through') }}{% endmacro %}
 
-{#- The watermark of `relation`: the newest one stamped on its current lineage
-    ('YYYY-MM-DD HH:MM:SS[.fff]' string), or none (also when the table does not exist yet). -#}
+{#- The watermark of `relation`: the newest one stamped on the lineage readers of this
+    session see ('YYYY-MM-DD HH:MM:SS[.fff]' string), or none (also when the table does not
+    exist yet). -#}
 {% macro completeness_of(relation) %}
-    {%- if not execute or load_relation(relation) is none -%}{{ return(none) }}{%- endif -%}
-    {%- set found = run_query(completeness_query(relation) ~ " limit 1").rows -%}
-    {{ return(found[0][0] if found else none) }}
+    {%- set found = completeness_stamp(relation) -%}
+    {{ return(found.through if found else none) }}
 {% endmacro %}
 
-{#- (complete_through, snapshot_id, committed_at) of `relation`'s stamped snapshots on its
-    current lineage (a rolled-back snapshot does not count), newest first. -#}
-{% macro completeness_query(relation) %}
-    select snapshots.summary['{{ completeness_key() }}'], snapshots.snapshot_id,
-           cast(snapshots.committed_at as string)
-    from {{ relation }}.snapshots as snapshots
-    join {{ relation }}.history as history
-        on history.snapshot_id = snapshots.snapshot_id and history.is_current_ancestor
-    where snapshots.summary['{{ completeness_key() }}'] is not null
-    order by history.made_current_at desc
-{%- endmacro %}
+{#- {through, snapshot_id, committed_at} of the newest stamped snapshot on the lineage of the
+    ref this session reads (a write-audit-publish run's branch when the table has it, else
+    main; a rolled-back or unpublished snapshot does not count), or none. -#}
+{% macro completeness_stamp(relation) %}
+    {%- if not execute or load_relation(relation) is none -%}{{ return(none) }}{%- endif -%}
+    {%- set heads = {} -%}
+    {%- for row in run_query("select name, snapshot_id from " ~ relation ~ ".refs where type = 'BRANCH'").rows -%}
+        {%- do heads.update({row[0]: row[1]}) -%}
+    {%- endfor -%}
+    {%- set branch = wap_active_branch() -%}
+    {%- set head = heads.get(branch) if branch in heads else heads.get('main') -%}
+    {%- set snapshots = {} -%}
+    {%- for row in run_query("select snapshot_id, parent_id, summary['" ~ completeness_key()
+          ~ "'], cast(committed_at as string) from " ~ relation ~ ".snapshots").rows -%}
+        {%- do snapshots.update({row[0]: row}) -%}
+    {%- endfor -%}
+    {%- set walk = {'at': head} -%}
+    {%- for _ in range(snapshots | length) if walk.at in snapshots -%}
+        {%- set row = snapshots[walk.at] -%}
+        {%- if row[2] is not none -%}
+            {{ return({'through': row[2], 'snapshot_id': row[0], 'committed_at': row[3]}) }}
+        {%- endif -%}
+        {%- do walk.update({'at': row[1]}) -%}
+    {%- endfor -%}
+    {{ return(none) }}
+{% endmacro %}
 
 {% macro completeness_allowance_hours() %}
     {{- return(var('completeness_allowance_hours', var('max_event_lateness_days') * 24) | int) -}}
@@ -72,9 +88,9 @@
             {{ print(relation ~ "  not built yet") }}
             {%- continue -%}
         {%- endif -%}
-        {%- set found = run_query(completeness_query(relation) ~ " limit 1").rows -%}
+        {%- set found = completeness_stamp(relation) -%}
         {%- if found -%}
-            {{ print(relation ~ "  complete through " ~ found[0][0] ~ "  (snapshot " ~ found[0][1] ~ ", " ~ found[0][2] ~ ")") }}
+            {{ print(relation ~ "  complete through " ~ found.through ~ "  (snapshot " ~ found.snapshot_id ~ ", " ~ found.committed_at ~ ")") }}
         {%- else -%}
             {{ print(relation ~ "  no watermark yet") }}
         {%- endif -%}

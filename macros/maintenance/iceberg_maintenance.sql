@@ -9,8 +9,24 @@
         --vars '{maintenance_overrides: {dim_users: {rewrite_data_files: {min_small_files: 2}}}}' -#}
 {% macro iceberg_maintenance(relation=this) %}
     {%- if not execute or config.get('materialized') == 'view' -%}{{ return('') }}{%- endif -%}
-    {%- set policy = dict(config.get('maintenance') or {}) -%}
-    {%- set overrides = (var('maintenance_overrides', {}) or {}).get(model.name) or {} -%}
+    {%- set branch = wap_active_branch() -%}
+    {%- if branch -%}
+        {#- a compaction on main now would make the publish impossible (main would no longer be an
+            ancestor of the branch): wap_publish maintains the table once it is published -#}
+        {{ log(relation ~ ": maintenance after the publish of branch " ~ branch, info=true) }}
+        {{ return('') }}
+    {%- endif -%}
+    {%- do iceberg_maintain(relation, maintenance_policy(model.name, config.get('maintenance')),
+                            config.get('tblproperties') or {}, nightly=false,
+                            on_error=config.get('on_maintenance_error') or var('on_maintenance_error', 'warn'),
+                            trigger='post-hook') -%}
+    {{ return('') }}
+{% endmacro %}
+
+{#- A model's maintenance policy for this run: its config with var maintenance_overrides applied. -#}
+{% macro maintenance_policy(model_name, configured) %}
+    {%- set policy = dict(configured or {}) -%}
+    {%- set overrides = (var('maintenance_overrides', {}) or {}).get(model_name) or {} -%}
     {%- for step, settings in overrides.items() -%}
         {%- if settings is none -%}
             {%- do policy.pop(step, none) -%}
@@ -18,8 +34,5 @@
             {%- do policy.update({step: settings}) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- do iceberg_maintain(relation, policy, config.get('tblproperties') or {},
-                            nightly=false, on_error=config.get('on_maintenance_error') or var('on_maintenance_error', 'warn'),
-                            trigger='post-hook') -%}
-    {{ return('') }}
+    {{ return(policy) }}
 {% endmacro %}

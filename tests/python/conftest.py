@@ -83,6 +83,9 @@ def dbt(spark: SparkSession):
             outcome = runner.invoke([*args, "--target", "ci"])
         finally:
             os.environ["LAKEHOUSE_LANDING_DIR"] = saved
+            # a dbt process ends with its session; this one is shared by the whole test run,
+            # so a run that died before its on-run-end must not leave its branch set
+            spark.conf.unset("spark.wap.branch")
         run = DbtRun(outcome.success, outcome.result, "\n".join(messages))
         if expect_success and not run.success:
             raise AssertionError(f"dbt {' '.join(args)} failed:\n{run.log[-3000:]}")

@@ -1,6 +1,8 @@
 package lakehouse;
 
+import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.SnapshotRef;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.spark.Spark3Util;
 import org.apache.spark.sql.SparkSession;
@@ -23,6 +25,13 @@ public final class SnapshotSummary {
   /** Returns the id of the snapshot carrying key=value (a new one unless the table's current
    * snapshot already carries it: evaluating the call twice commits once). */
   public static String stamp(String table, String key, String value) throws Exception {
+    return stamp(table, key, value, SnapshotRef.MAIN_BRANCH);
+  }
+
+  /** The same on `branch` (a write-audit-publish run's branch, created from main when the
+   * table has none yet). */
+  public static String stamp(String table, String key, String value, String branch)
+      throws Exception {
     Option<SparkSession> session = SparkSession.getActiveSession();
     if (session.isEmpty()) {
       session = SparkSession.getDefaultSession();
@@ -33,10 +42,19 @@ public final class SnapshotSummary {
               + "select reflect(...) from values (1)");
     }
     Table iceberg = Spark3Util.loadIcebergTable(session.get(), table);
-    Snapshot current = iceberg.currentSnapshot();
+    Snapshot current = head(iceberg, branch);
     if (current == null || !value.equals(current.summary().get(key))) {
-      iceberg.newAppend().set(key, value).commit();
+      AppendFiles append = iceberg.newAppend().set(key, value);
+      if (!SnapshotRef.MAIN_BRANCH.equals(branch)) {
+        append.toBranch(branch);
+      }
+      append.commit();
     }
-    return String.valueOf(iceberg.currentSnapshot().snapshotId());
+    return String.valueOf(head(iceberg, branch).snapshotId());
+  }
+
+  private static Snapshot head(Table table, String branch) {
+    SnapshotRef ref = table.refs().get(branch);
+    return ref == null ? table.currentSnapshot() : table.snapshot(ref.snapshotId());
   }
 }

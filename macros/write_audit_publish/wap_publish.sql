@@ -1,0 +1,195 @@
+{#- on-run-end of a write-audit-publish run, before the run lock is released:
+
+    green (every model and snapshot succeeded, every error-severity test passed; a `warn`
+    never blocks): fast-forward each touched table's main to the run's branch, upstream
+    first (dbt finishes a node only after its upstreams, so `results` is in that order),
+    then tag each table `run_<load id>` and `day_<yyyymmdd>`, drop the branch, and run the
+    maintenance the models' post-hooks deferred, all under the run lock.
+    red: no main moves; the branch stays for inspection (dropped by a later green run after
+    var wap_failed_branch_retention_hours).
+    A main that moved since the run began (a commit outside the run lock) stops the publish
+    at that table: main is never overwritten, the tables before it stay published (each one's
+    inputs are published too), and the next run redoes the rest from main.
+    Each outcome is a row of ops.wap_runs (`dbt run-operation published_runs`). -#}
+{% macro wap_publish() %}
+    {%- if not execute or not run_takes_lock() or not wap_requested() -%}{{ return('') }}{%- endif -%}
+    {%- set lock = _run_lock_state() -%}
+    {%- if lock.holder != invocation_id -%}{{ return('') }}{%- endif -%}
+    {%- do run_query('reset spark.wap.branch') -%}  {#- from here on this run writes main -#}
+    {%- set branch = wap_branch_of(lock.load_id) -%}
+    {%- set touched = _wap_touched_tables(branch) -%}
+    {%- set failed = [] -%}
+    {%- for result in results if result.status in ['error', 'fail', 'skipped', 'runtime error'] -%}
+        {%- do failed.append(result.node.name ~ ' (' ~ result.status ~ ')') -%}
+    {%- endfor -%}
+    {%- if failed -%}
+        {%- do _wap_keep(lock, branch, touched, 'failed', failed | length ~ ' failed: ' ~ (failed | join(', '))) -%}
+        {{ return('') }}
+    {%- endif -%}
+
+    {#- 1. every fast-forward first: the window in which readers may see some tables of the run
+        and not others is as short as the commits themselves -#}
+    {%- set published = [] -%}
+    {%- for table in touched -%}
+        {%- set stop = _wap_fast_forward(table, branch) -%}
+        {%- if stop -%}
+            {%- do _wap_keep(lock, branch, touched[published | length:], 'conflict', stop, published) -%}
+            {%- do _wap_after_publish(lock, branch, published) -%}
+            {{ return('') }}
+        {%- endif -%}
+        {%- do published.append(table) -%}
+    {%- endfor -%}
+    {%- do _wap_record(lock, branch, 'published', published, 'every model and error test passed') -%}
+    {%- do _wap_after_publish(lock, branch, published) -%}
+    {{ log("write-audit-publish: run " ~ lock.load_id ~ " published " ~ published | length ~ " tables, tagged run_" ~ lock.load_id, info=true) }}
+{% endmacro %}
+
+{#- Tables this run wrote on its branch, in the order their models finished:
+    [{relation, node, main, head, stale_branches}]. -#}
+{% macro _wap_touched_tables(branch) %}
+    {%- set touched = [] -%}
+    {%- for result in results
+          if result.node.resource_type in ['model', 'snapshot'] and result.status == 'success'
+          and result.node.config.get('file_format') == 'iceberg'
+          and result.node.config.get('materialized') in ['table', 'incremental', 'snapshot'] -%}
+        {%- set relation = api.Relation.create(database=result.node.database, schema=result.node.schema,
+                                               identifier=result.node.alias, type='table') -%}
+        {%- set refs = run_query(
+            "select refs.name, refs.snapshot_id, unix_millis(snapshots.committed_at)"
+            ~ " from " ~ relation ~ ".refs as refs left join " ~ relation ~ ".snapshots as snapshots"
+            ~ " on refs.snapshot_id = snapshots.snapshot_id where refs.type = 'BRANCH'").rows -%}
+        {%- set heads = {} -%}
+        {%- set stale = [] -%}
+        {%- set cutoff = modules.datetime.datetime.utcnow() - modules.datetime.timedelta(hours=var('wap_failed_branch_retention_hours', 72) | float) -%}
+        {%- set cutoff_ms = (cutoff - modules.datetime.datetime(1970, 1, 1)).total_seconds() * 1000 -%}
+        {%- for row in refs -%}
+            {%- do heads.update({row[0]: row[1]}) -%}
+            {%- if row[0] != branch and modules.re.fullmatch('wap_[0-9]+', row[0]) and (row[2] or 0) < cutoff_ms -%}
+                {%- do stale.append(row[0]) -%}
+            {%- endif -%}
+        {%- endfor -%}
+        {%- if branch in heads -%}
+            {%- do touched.append({'relation': relation, 'node': result.node, 'main': heads.get('main'),
+                                   'head': heads[branch], 'stale_branches': stale}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(touched) }}
+{% endmacro %}
+
+{#- Fast-forward one table's main; returns none, or why it must not. -#}
+{% macro _wap_fast_forward(table, branch) %}
+    {%- set relation = table.relation -%}
+    {%- if table.main is not none and not _wap_is_ancestor(relation, table.main, table.head) -%}
+        {{ return("main of " ~ relation ~ " moved since the run began (its snapshot " ~ table.main
+            ~ " is not an ancestor of branch " ~ branch ~ "): a commit outside the run lock, e.g. a"
+            ~ " compaction. main was left untouched; the next run redoes this run's work from main") }}
+    {%- endif -%}
+    {%- set done = _maintenance_execute("call " ~ (relation.database or 'spark_catalog') ~ ".system.fast_forward('"
+        ~ relation.schema ~ "." ~ relation.identifier ~ "', 'main', '" ~ branch ~ "')") -%}
+    {%- if done.error -%}
+        {{ return("fast-forward of " ~ relation ~ " to " ~ branch ~ " failed, main left untouched: " ~ done.error) }}
+    {%- endif -%}
+    {{ return(none) }}
+{% endmacro %}
+
+{#- Is snapshot `ancestor` on the lineage of snapshot `head`? -#}
+{% macro _wap_is_ancestor(relation, ancestor, head) %}
+    {%- set parents = {} -%}
+    {%- for row in run_query("select snapshot_id, parent_id from " ~ relation ~ ".snapshots").rows -%}
+        {%- do parents.update({row[0]: row[1]}) -%}
+    {%- endfor -%}
+    {%- set walk = {'at': head} -%}
+    {%- for _ in range(parents | length + 1) if walk.at is not none -%}
+        {%- if walk.at == ancestor -%}{{ return(true) }}{%- endif -%}
+        {%- do walk.update({'at': parents.get(walk.at)}) -%}
+    {%- endfor -%}
+    {{ return(false) }}
+{% endmacro %}
+
+{#- Published tables: the run's and the day's tags, the branch dropped (and branches of red
+    runs past their retention), then the maintenance their post-hooks deferred. -#}
+{% macro _wap_after_publish(lock, branch, published) %}
+    {%- set day = modules.datetime.datetime.utcnow().strftime('%Y%m%d') -%}
+    {%- for table in published -%}
+        {%- set relation = table.relation -%}
+        {%- do run_query("alter table " ~ relation ~ " create tag run_" ~ lock.load_id
+            ~ " retain " ~ var('wap_run_tag_retention_hours', var('snapshot_retention_hours', 72)) | int ~ " hours") -%}
+        {%- do run_query("alter table " ~ relation ~ " create or replace tag day_" ~ day
+            ~ " retain " ~ var('wap_daily_tag_retention_days', 30) | int ~ " days") -%}
+        {%- for old in [branch] + table.stale_branches -%}
+            {%- do run_query("alter table " ~ relation ~ " drop branch if exists " ~ old) -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {%- for table in published if table.node.resource_type in ['model', 'snapshot'] -%}
+        {%- set config = table.node.config -%}
+        {%- if config.get('maintenance') -%}
+            {%- do iceberg_maintain(table.relation, maintenance_policy(table.node.name, config.get('maintenance')),
+                                    config.get('tblproperties') or {}, nightly=false, on_error='warn', trigger='post-publish') -%}
+        {%- endif -%}
+    {%- endfor -%}
+{% endmacro %}
+
+{#- A red or conflicting run: main of every listed table stays as it was; say how to look. -#}
+{% macro _wap_keep(lock, branch, kept, status, reason, published=[]) %}
+    {%- do _wap_record(lock, branch, status, published, reason) -%}
+    {%- set names = kept | map(attribute='relation') | map('string') | list -%}
+    {%- set lines = [
+        "write-audit-publish: run " ~ lock.load_id ~ " " ~ ("not published" if status == 'failed' else "publish stopped") ~ ": " ~ reason ~ ".",
+        "  main is unchanged on " ~ ((names | join(', ')) or 'every table') ~ (("; published before the stop: " ~ (published | map(attribute='relation') | map('string') | join(', '))) if published else '') ~ ".",
+        "  Branch " ~ branch ~ " is kept for " ~ var('wap_failed_branch_retention_hours', 72) ~ " h (var wap_failed_branch_retention_hours); a later published run drops it.",
+        "  Inspect: select * from " ~ (names[0] if names else '<table>') ~ " version as of '" ~ branch ~ "'",
+        "  Drop now: dbt run-operation wap_drop_branch --args '{branch: " ~ branch ~ "}'"] -%}
+    {%- if status == 'failed' -%}
+        {{ log(lines | join('\n'), info=true) }}
+    {%- else -%}
+        {%- do exceptions.warn(lines | join('\n')) -%}
+    {%- endif -%}
+{% endmacro %}
+
+{#- ops.wap_runs: one row per write-audit-publish run. -#}
+{% macro wap_runs_relation() %}
+    {{ return(api.Relation.create(schema=generate_schema_name('ops', none), identifier='wap_runs', type='table')) }}
+{% endmacro %}
+
+{% macro _wap_record(lock, branch, status, published, message) %}
+    {%- set runs = wap_runs_relation() -%}
+    {%- do run_query('create schema if not exists ' ~ runs.schema) -%}
+    {%- do run_query("create table if not exists " ~ runs ~ " (load_id bigint, invocation_id string,"
+        ~ " branch string, status string, started_at timestamp, finished_at timestamp,"
+        ~ " tables string, message string) using iceberg tblproperties ('format-version' = '2')") -%}
+    {%- set tables = [] -%}
+    {%- for table in published -%}
+        {%- do tables.append(table.relation ~ '@' ~ table.head) -%}
+    {%- endfor -%}
+    {%- do run_query("insert into " ~ runs ~ " values (" ~ lock.load_id ~ ", '" ~ invocation_id ~ "', '"
+        ~ branch ~ "', '" ~ status ~ "', timestamp'" ~ lock.acquired_at ~ "', current_timestamp(), '"
+        ~ tables | join(',') ~ "', '" ~ message | replace("\\", "\\\\") | replace("'", "\\'") ~ "')") -%}
+{% endmacro %}
+
+{#- on-run-end, after the run lock is released: a publish that stopped fails the run. -#}
+{% macro wap_fail_unpublished() %}
+    {%- if not execute or not run_takes_lock() or not wap_requested() -%}{{ return('') }}{%- endif -%}
+    {%- set runs = wap_runs_relation() -%}
+    {%- if load_relation(runs) is none -%}{{ return('') }}{%- endif -%}
+    {%- set rows = run_query("select status, message from " ~ runs ~ " where invocation_id = '" ~ invocation_id ~ "'").rows -%}
+    {%- if rows and rows[0][0] == 'conflict' -%}
+        {{ exceptions.raise_database_error("write-audit-publish: " ~ rows[0][1]) }}
+    {%- endif -%}
+    {{ return('') }}
+{% endmacro %}
+
+{#- dbt run-operation wap_drop_branch --args '{branch: wap_42}': drop a kept branch from every table. -#}
+{% macro wap_drop_branch(branch) %}
+    {%- if not modules.re.fullmatch('wap_[0-9]+', branch | string) -%}
+        {{ exceptions.raise_compiler_error("wap_drop_branch: branch must look like wap_<load id>, got " ~ branch) }}
+    {%- endif -%}
+    {%- for node in graph.nodes.values()
+          if node.resource_type in ['model', 'snapshot'] and node.config.get('file_format') == 'iceberg'
+          and node.config.materialized in ['table', 'incremental', 'snapshot'] -%}
+        {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
+        {%- if relation is not none and run_query("select 1 from " ~ relation ~ ".refs where name = '" ~ branch ~ "'").rows -%}
+            {%- do run_query("alter table " ~ relation ~ " drop branch " ~ branch) -%}
+            {{ print("dropped branch " ~ branch ~ " of " ~ relation) }}
+        {%- endif -%}
+    {%- endfor -%}
+{% endmacro %}

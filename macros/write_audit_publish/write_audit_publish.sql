@@ -1,0 +1,76 @@
+{#- Write-audit-publish: a writing run's models write on an Iceberg branch named after the run,
+    its tests read that branch, and readers of `main` see nothing of the run until on-run-end
+    publishes it (wap_publish). See docs/write-audit-publish.md.
+
+    var write_audit_publish:
+      scheduled (default)  on for a run without --select/--exclude (the default selector
+                           every_batch, or --selector ...): the schedules; off for a
+                           developer's `dbt run -s my_model`, which sees its table at once
+      true | false         on | off for every writing run -#}
+
+{% macro wap_requested() %}
+    {%- if not run_takes_lock() -%}{{ return(false) }}{%- endif -%}
+    {%- set setting = var('write_audit_publish', 'scheduled') | string | lower -%}
+    {%- if setting in ['true', 'false'] -%}{{ return(setting == 'true') }}{%- endif -%}
+    {%- if setting != 'scheduled' -%}
+        {{ exceptions.raise_compiler_error("var write_audit_publish must be scheduled, true or false, got '" ~ setting ~ "'") }}
+    {%- endif -%}
+    {%- set args = invocation_args_dict -%}
+    {{ return(not args.get('select') and not args.get('exclude') and not args.get('models')) }}
+{% endmacro %}
+
+{#- The branch of this run: `wap_<load id>` (the run lock hands out the load id). -#}
+{% macro wap_branch_of(load_id) %}{{ return('wap_' ~ load_id) }}{% endmacro %}
+
+{#- on-run-start, after acquire_run_lock: point the session's writes at the run's branch, or
+    clear a branch a crashed in-process run left behind. -#}
+{% macro wap_begin() %}
+    {%- if not execute or not run_takes_lock() -%}{{ return('') }}{%- endif -%}
+    {%- if not wap_requested() -%}
+        {%- do run_query('reset spark.wap.branch') -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set branch = wap_branch_of(current_load_id()) -%}
+    {%- do run_query('set spark.wap.branch = ' ~ branch) -%}
+    {{ log("write-audit-publish: this run writes on branch " ~ branch ~ "; readers of main see it once every model and error test passed", info=true) }}
+    {{ return('') }}
+{% endmacro %}
+
+{#- The branch this connection writes on, or none. Reads the session's setting: set once
+    for the shared session of the embedded targets, per connection on a Thrift server
+    (wap_session). -#}
+{% macro wap_active_branch() %}
+    {%- if not execute -%}{{ return(none) }}{%- endif -%}
+    {%- set value = run_query('set spark.wap.branch').rows[0][1] -%}
+    {{ return(value if value and value != '<undefined>' else none) }}
+{% endmacro %}
+
+{#- pre-hook of every model and snapshot (dbt_project.yml) and the start of every test's
+    query (spark__get_test_sql): on a Thrift server each connection is a Spark session of its
+    own, so the run's branch is set on it; a table built before write-audit-publish existed
+    gets write.wap.enabled (without it Iceberg would write to main). -#}
+{% macro wap_session(relation=none) %}
+    {%- if not execute or not wap_requested() -%}{{ return('') }}{%- endif -%}
+    {%- if target.type == 'spark' and target.method != 'session' -%}
+        {%- do run_query('set spark.wap.branch = ' ~ wap_branch_of(current_load_id())) -%}
+    {%- endif -%}
+    {%- if relation is not none and model.config.get('file_format') == 'iceberg'
+          and model.config.get('materialized') in ['table', 'incremental', 'snapshot'] -%}
+        {%- set existing = load_relation(relation) -%}
+        {%- if existing is not none and not existing.is_view -%}
+            {%- set shown = run_query("show tblproperties " ~ relation ~ " ('write.wap.enabled')").rows -%}
+            {%- if not shown or shown[0][1] | string | lower != 'true' -%}
+                {%- do run_query("alter table " ~ relation ~ " set tblproperties ('write.wap.enabled' = 'true')") -%}
+                {{ log(relation ~ ": write.wap.enabled set (write-audit-publish)", info=true) }}
+            {%- endif -%}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return('') }}
+{% endmacro %}
+
+{#- dbt's test query, read on the run's branch (the embedded targets share one session whose
+    setting already holds the branch; a Thrift connection gets it here). -#}
+{% macro spark__get_test_sql(main_sql, fail_calc, warn_if, error_if, limit) -%}
+    {%- do wap_session() -%}
+    {{ default__get_test_sql(main_sql, fail_calc, warn_if, error_if, limit) }}
+{%- endmacro %}

@@ -1,0 +1,280 @@
+"""Write-audit-publish (issue #18): a scheduled run writes every table on a branch named after
+the run, its tests read that branch, and readers of `main` see the run only once every model
+and error test passed.
+
+A warehouse of its own (var schema_prefix) on real tables, its runs in file order:
+1. the first run creates every table on its branch (no main while it runs), publishes, tags;
+2. a run whose error test fails (an event of a user the dimension does not know yet) leaves
+   every table's main snapshot and contents as they were, for a reader during the run too;
+3. the user's late change arrives: the fixed run ends equal to the ground truth and the
+   landing files, as one uninterrupted run would; a warn test does not block it;
+4. a compaction on main during a run: the publish stops there, main keeps the compaction,
+   the next run redoes the rest and loses nothing;
+5. a --full-refresh publishes the same way: readers keep the old rows until it is green.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from layers import (
+    assert_events_reconcile_per_file,
+    assert_landed_lines_in_ods_once,
+    check_layers,
+    truth,
+)
+
+from scripts.generate_landing import LandingGenerator, Scale
+
+PREFIX = "wap_"
+SEED = 61
+SCALE = Scale(users=100, videos=30, events_per_batch=500, batches=3, min_changes_per_batch=4)
+TABLES = [
+    "ods.ods_client__events",
+    "ods.ods_appdb__user_changes",
+    "ods.ods_appdb__video_changes",
+    "dwd.dwd_client__events",
+    "dwd.dwd_quarantine__rejected_records",
+    "dwd.dim_users__state",
+    "dwd.dim_videos__state",
+    "dwd.dim_users_history",
+    "dwd.dim_videos_history",
+    "dws.dws_video__daily",
+    "dws.dws_user__daily",
+]
+LATE_USER = 987654  # an event names this user one batch before the user's change arrives
+
+
+class Warehouse:
+    def __init__(self, root: Path, dbt, spark) -> None:
+        self.root, self._dbt, self.spark = root, dbt, spark
+        LandingGenerator(root, SEED, SCALE).run(log=lambda _: None)
+        self.held = root / "held"
+        for folder in (root / "landing").glob("*/batch=*"):
+            if folder.name != "batch=000001":
+                target = self.held / folder.parent.name / folder.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(folder, target)
+        self.reader = spark.newSession()  # another user's session: it never sets a branch
+
+    def build(self, *args: str, expect_success: bool = True, on_message=None, **variables):
+        variables = {"schema_prefix": PREFIX, **variables}
+        return self._dbt(
+            ["build", *args, "--vars", json.dumps(variables)],
+            expect_success=expect_success,
+            landing=self.root / "landing",
+            on_message=on_message,
+        )
+
+    def land(self, batch: int) -> None:
+        for folder in self.held.glob(f"*/batch={batch:06d}"):
+            shutil.move(folder, self.root / "landing" / folder.parent.name / folder.name)
+
+    def land_file(self, source: str, batch: int, name: str, lines: list[dict]) -> None:
+        """A file landed whole into a batch folder (hidden name, then renamed)."""
+        folder = self.root / "landing" / source / f"batch={batch:06d}"
+        hidden = folder / f".{name}.inprogress"
+        hidden.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        hidden.rename(folder / name)
+
+    def refs(self, table: str) -> dict[str, int]:
+        rows = self.reader.sql(f"select name, snapshot_id from {PREFIX}{table}.refs").collect()
+        return {row[0]: row[1] for row in rows}
+
+    def main(self, table: str) -> tuple:
+        """What a reader of main sees: (main's snapshot id, rows, a checksum of every row)."""
+        rows, checksum = self.reader.sql(
+            f"select count(*), sum(xxhash64(to_json(struct(*)))) from {PREFIX}{table}"
+        ).first()
+        return self.refs(table).get("main"), rows, checksum
+
+    def wap_runs(self) -> list:
+        return self.reader.sql(
+            f"select load_id, status, message from {PREFIX}ops.wap_runs order by load_id"
+        ).collect()
+
+
+def load_id_of(run) -> int:
+    return int(run.log.split("writes on branch wap_")[1].split(";")[0])
+
+
+@pytest.fixture(scope="module")
+def warehouse(dbt, spark, data_dir) -> Warehouse:
+    return Warehouse(data_dir / "write_audit_publish", dbt, spark)
+
+
+def test_a_green_run_creates_its_tables_on_the_branch_then_publishes_and_tags_them(warehouse):
+    seen_during_run = {}
+
+    def on_message(message: str) -> None:
+        if "OK created" in message and "ods_client__events" in message:
+            seen_during_run["ods"] = warehouse.main("ods.ods_client__events")
+
+    run = warehouse.build(on_message=on_message)
+    load_id = load_id_of(run)
+    # created inside the run: the table had no main, readers saw no row of it
+    assert seen_during_run["ods"][:2] == (None, 0)
+    for table in TABLES:
+        refs = warehouse.refs(table)
+        assert refs["main"] == refs[f"run_{load_id}"], table
+        assert any(name.startswith("day_") and refs[name] == refs["main"] for name in refs), table
+        assert not [name for name in refs if name.startswith("wap_")], (table, refs)
+        assert warehouse.main(table)[1] > 0, table
+    assert warehouse.wap_runs()[-1][:2] == (load_id, "published")
+    check_layers(warehouse.spark, warehouse.root, 1, PREFIX)
+
+
+def test_the_published_runs_and_consistent_reads_by_run(warehouse, dbt):
+    load_id = warehouse.wap_runs()[-1][0]
+    listed = dbt(
+        ["run-operation", "published_runs", "--vars", json.dumps({"schema_prefix": PREFIX})]
+    )
+    assert f"run {load_id}  published" in listed.log
+    shown = dbt(
+        [
+            "show",
+            "--inline",
+            f"select count(*) as n from {{{{ as_of_run(ref('dws_user__daily'), {load_id}) }}}}",
+            "--vars",
+            json.dumps({"schema_prefix": PREFIX}),
+        ]
+    )
+    assert shown.result.results[0].agate_table.rows[0][0] == warehouse.main("dws.dws_user__daily")[1]
+
+
+def orphan_event(root: Path) -> dict:
+    """A valid event of batch 2 about a user no changelog has delivered yet."""
+    line = (root / "landing/client_events/batch=000002/part-00000.jsonl").read_text().splitlines()[0]
+    event = json.loads(line)
+    event.update(
+        event_id="ev-wap-late-user",
+        user_id=str(LATE_USER),
+        _kafka_partition=9,
+        _kafka_offset=900_000_001,
+    )
+    return event
+
+
+def test_a_failing_error_test_leaves_every_main_as_it_was(warehouse):
+    before = {table: warehouse.main(table) for table in TABLES}
+    warehouse.land(2)
+    warehouse.land_file("client_events", 2, "part-late.jsonl", [orphan_event(warehouse.root)])
+    seen_during_run = []
+
+    def on_message(message: str) -> None:
+        if "START test" in message and "assert_event_users_and_videos_known" in message:
+            # the run's models are all on the branch now: another session still reads main
+            seen_during_run.extend(warehouse.main(table) == before[table] for table in TABLES)
+
+    run = warehouse.build(expect_success=False, on_message=on_message)
+    load_id = load_id_of(run)
+    assert "FAIL" in run.log and "assert_event_users_and_videos_known" in run.log
+    assert seen_during_run == [True] * len(TABLES)
+    assert {table: warehouse.main(table) for table in TABLES} == before
+    # the run did write: its branch, kept, holds batch 2
+    branch = f"wap_{load_id}"
+    events = f"{PREFIX}ods.ods_client__events"
+    on_branch = warehouse.reader.sql(f"select count(*) from {events} version as of '{branch}'")
+    assert on_branch.first()[0] > before["ods.ods_client__events"][1]
+    assert branch in warehouse.refs("ods.ods_client__events")
+    assert f"version as of '{branch}'" in run.log and "wap_drop_branch" in run.log
+    # the load ledger reads main: batch 2 is not loaded
+    ledger = warehouse.reader.sql(
+        f"select distinct file_state from {PREFIX}ods.ods_landing__files where batch_id = 2"
+    ).collect()
+    assert [row[0] for row in ledger] == ["not_loaded_yet"]
+    assert warehouse.wap_runs()[-1][:2] == (load_id, "failed")
+
+
+def test_the_fixed_run_ends_as_one_uninterrupted_run(warehouse):
+    late = json.loads(
+        (warehouse.root / "landing/appdb_users/batch=000002/part-00000.jsonl")
+        .read_text()
+        .splitlines()[0]
+    )
+    late.update(
+        op="+I",
+        user_id=LATE_USER,
+        user_name="late_user",
+        _source_lsn=900_000_001,
+        _kafka_partition=9,
+        _kafka_offset=900_000_001,
+        nickname="a field no source declares",  # the warn test warns; it never blocks
+    )
+    warehouse.land_file("appdb_users", 2, "part-late.jsonl", [late])
+    for batch in range(2, SCALE.batches + 1):  # the source holds the user from now on
+        users = truth(warehouse.root, "users", batch)
+        row = pd.DataFrame([{column: late.get(column) for column in users.columns}])
+        pd.concat([users, row.astype(users.dtypes)]).to_parquet(
+            warehouse.root / f"truth/users/batch={batch:06d}.parquet"
+        )
+
+    run = warehouse.build()
+    assert "WARN" in run.log and "warn_undeclared_landing_fields" in run.log
+    assert warehouse.wap_runs()[-1][1] == "published"
+    check_layers(warehouse.spark, warehouse.root, 2, PREFIX)
+    assert_landed_lines_in_ods_once(warehouse.spark, warehouse.root / "landing", PREFIX)
+    assert_events_reconcile_per_file(warehouse.spark, PREFIX)
+
+
+def test_a_compaction_on_main_during_a_run_is_never_overwritten(warehouse):
+    warehouse.land(3)
+    table = "ods.ods_appdb__video_changes"
+    compaction = {}
+
+    def on_message(message: str) -> None:
+        if "OK created" in message and table.split(".")[1] in message and not compaction:
+            compaction["before"] = warehouse.main(table)
+            done = warehouse.reader.sql(
+                "call spark_catalog.system.rewrite_data_files("
+                f"table => '{PREFIX}{table}', options => map('rewrite-all', 'true'))"
+            ).first()
+            compaction["rewritten"] = done[0]
+            compaction["after"] = warehouse.main(table)
+
+    run = warehouse.build(expect_success=False, on_message=on_message)
+    assert compaction["rewritten"] > 0
+    assert "moved since the run began" in run.log and "main was left untouched" in run.log
+    # main keeps the compaction: same rows, the compaction's snapshot
+    assert warehouse.main(table) == compaction["after"]
+    assert compaction["after"][1:] == compaction["before"][1:]
+    assert warehouse.wap_runs()[-1][1] == "conflict"
+
+    warehouse.build()
+    lineage = warehouse.reader.sql(
+        f"select snapshot_id from {PREFIX}{table}.history where is_current_ancestor"
+    ).collect()
+    assert compaction["after"][0] in {row[0] for row in lineage}  # no commit lost
+    check_layers(warehouse.spark, warehouse.root, 3, PREFIX)
+    assert_landed_lines_in_ods_once(warehouse.spark, warehouse.root / "landing", PREFIX)
+    assert_events_reconcile_per_file(warehouse.spark, PREFIX)
+
+
+def test_a_full_refresh_publishes_the_same_way(warehouse):
+    table = "dwd.dim_users__state"
+    before = warehouse.main(table)
+    seen_during_run = []
+
+    def on_message(message: str) -> None:
+        if "OK created" in message and "dim_users__state" in message:
+            seen_during_run.append(warehouse.main(table))
+
+    warehouse.build(
+        "--full-refresh",
+        "--select",
+        "dim_users__state",
+        on_message=on_message,
+        write_audit_publish=True,
+    )
+    assert seen_during_run == [before]  # the table refilled on the branch, main untouched
+    after = warehouse.main(table)
+    assert after[0] != before[0] and after[1] > 0
+    history = warehouse.reader.sql(
+        f"select snapshot_id from {PREFIX}{table}.history where is_current_ancestor"
+    ).collect()
+    assert before[0] in {row[0] for row in history}  # the table's history is kept
+    check_layers(warehouse.spark, warehouse.root, 3, PREFIX)
