@@ -7,9 +7,12 @@
     slow for every run (orphan-file removal, unless remove_orphans is false:
     docs/running-dbt.md schedules that one weekly). Then maintains the maintenance log itself.
     A failing table warns and the others still run; the operation fails at the end if a
-    table whose `on_maintenance_error` is `fail` failed. -#}
+    table whose `on_maintenance_error` is `fail` failed.
+    It holds the run lock throughout: a compaction on main while a run's write-audit-publish
+    branch is open would make that run's publish impossible. -#}
 {% macro iceberg_maintain_all(select=none, remove_orphans=true) %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
+    {%- do acquire_run_lock(operation=true) -%}
     {%- set wanted = none if select is none else ([select] if select is string else select) -%}
     {%- set failed = [] -%}
     {%- for node in graph.nodes.values()
@@ -39,6 +42,7 @@
                     {}, nightly=true, on_error='warn', trigger='nightly') -%}
         {%- endif -%}
     {%- endif -%}
+    {%- do release_run_lock(holder=invocation_id) -%}
     {%- if failed -%}
         {{ exceptions.raise_database_error("nightly maintenance failed (on_maintenance_error: fail): " ~ (failed | join(' / '))) }}
     {%- endif -%}

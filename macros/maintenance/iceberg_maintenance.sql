@@ -9,15 +9,17 @@
         --vars '{maintenance_overrides: {dim_users: {rewrite_data_files: {min_small_files: 2}}}}' -#}
 {% macro iceberg_maintenance(relation=this) %}
     {%- if not execute or config.get('materialized') == 'view' -%}{{ return('') }}{%- endif -%}
+    {%- set policy = maintenance_policy(model.name, config.get('maintenance')) -%}
     {%- set branch = wap_active_branch() -%}
     {%- if branch -%}
         {#- a compaction on main now would make the publish impossible (main would no longer be an
-            ancestor of the branch): wap_publish maintains the table once it is published -#}
+            ancestor of the branch): wap_publish maintains the table once it is published. A
+            misconfigured policy still fails the model here, not after the publish. -#}
+        {%- do iceberg_maintenance_decision(relation, policy, config.get('tblproperties') or {}, validate_only=true) -%}
         {{ log(relation ~ ": maintenance after the publish of branch " ~ branch, info=true) }}
         {{ return('') }}
     {%- endif -%}
-    {%- do iceberg_maintain(relation, maintenance_policy(model.name, config.get('maintenance')),
-                            config.get('tblproperties') or {}, nightly=false,
+    {%- do iceberg_maintain(relation, policy, config.get('tblproperties') or {}, nightly=false,
                             on_error=config.get('on_maintenance_error') or var('on_maintenance_error', 'warn'),
                             trigger='post-hook') -%}
     {{ return('') }}

@@ -5,8 +5,9 @@
     Each step's trigger matches what its procedure then does, so a table that was just
     maintained is healthy on the next run (docs/maintenance-decisions.md).
     Returns {relation, steps: [{step, due, reason, sql, ...}], summary, health, read,
-    error, seconds, ...}; iceberg_maintenance_act carries it out. -#}
-{% macro iceberg_maintenance_decision(relation, policy, tblproperties={}, nightly=false) %}
+    error, seconds, ...}; iceberg_maintenance_act carries it out. `validate_only`: stop after
+    the policy is checked and its SQL rendered, reading nothing. -#}
+{% macro iceberg_maintenance_decision(relation, policy, tblproperties={}, nightly=false, validate_only=false) %}
     {%- set known = ['rewrite_data_files', 'rewrite_position_delete_files', 'rewrite_manifests',
                      'compute_table_stats', 'expire_snapshots', 'remove_orphan_files'] -%}
     {%- for step in policy if step not in known -%}
@@ -75,7 +76,7 @@
                         'read': 'snapshot summary', 'error': none, 'seconds': 0, 'expire_before': expire_before,
                         'target_bytes': target_bytes, 'min_small_files': min_small, 'manifest_bytes': manifest_bytes,
                         'where': compact_args.get('where'), 'drop_dangling_sql': drop_dangling_sql} -%}
-    {%- if not policy -%}{{ return(decision) }}{%- endif -%}
+    {%- if not policy or validate_only -%}{{ return(decision) }}{%- endif -%}
 
     {#- 2. The cheap read: the commit's summary and the last checkpoint. -#}
     {%- set summary = iceberg_commit_summary(relation, expire_before) -%}

@@ -17,8 +17,10 @@
     {{ return(execute and flags.WHICH in ['run', 'build', 'snapshot', 'seed', 'retry']) }}
 {% endmacro %}
 
-{% macro acquire_run_lock() %}
-    {%- if not run_takes_lock() -%}{{ return('') }}{%- endif -%}
+{#- `operation`: taken by a run-operation that writes (the nightly maintenance), so it never
+    compacts a table while a run's write-audit-publish branch is open. -#}
+{% macro acquire_run_lock(operation=false) %}
+    {%- if not execute or not (operation or run_takes_lock()) -%}{{ return('') }}{%- endif -%}
     {%- set lock = run_lock_relation() -%}
     {%- set ttl = var('run_lock_ttl_minutes', 180) | int -%}
     {%- do run_query('create schema if not exists ' ~ lock.schema) -%}

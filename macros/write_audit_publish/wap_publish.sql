@@ -39,8 +39,10 @@
         {%- endif -%}
         {%- do published.append(table) -%}
     {%- endfor -%}
-    {%- do _wap_record(lock, branch, 'published', published, 'every model and error test passed') -%}
-    {%- do _wap_after_publish(lock, branch, published) -%}
+    {%- set maintenance_failed = _wap_after_publish(lock, branch, published) -%}
+    {%- do _wap_record(lock, branch, 'published', published, ('maintenance failed after the publish'
+        ~ ' (on_maintenance_error: fail): ' ~ (maintenance_failed | join('; '))) if maintenance_failed
+        else 'every model and error test passed') -%}
     {{ log("write-audit-publish: run " ~ lock.load_id ~ " published " ~ published | length ~ " tables, tagged run_" ~ lock.load_id, info=true) }}
 {% endmacro %}
 
@@ -107,7 +109,9 @@
 {% endmacro %}
 
 {#- Published tables: the run's and the day's tags, the branch dropped (and branches of red
-    runs past their retention), then the maintenance their post-hooks deferred. -#}
+    runs past their retention), then the maintenance their post-hooks deferred. Returns the
+    failures of tables whose on_maintenance_error is fail (the run fails after the lock is
+    released: an on-run-end hook that raises would skip the release). -#}
 {% macro _wap_after_publish(lock, branch, published) %}
     {%- set day = modules.datetime.datetime.utcnow().strftime('%Y%m%d') -%}
     {%- for table in published -%}
@@ -120,13 +124,16 @@
             {%- do run_query("alter table " ~ relation ~ " drop branch if exists " ~ old) -%}
         {%- endfor -%}
     {%- endfor -%}
-    {%- for table in published if table.node.resource_type in ['model', 'snapshot'] -%}
+    {%- set failed = [] -%}
+    {%- for table in published if table.node.config.get('maintenance') -%}
         {%- set config = table.node.config -%}
-        {%- if config.get('maintenance') -%}
-            {%- do iceberg_maintain(table.relation, maintenance_policy(table.node.name, config.get('maintenance')),
-                                    config.get('tblproperties') or {}, nightly=false, on_error='warn', trigger='post-publish') -%}
+        {%- set run = iceberg_maintain(table.relation, maintenance_policy(table.node.name, config.get('maintenance')),
+                                       config.get('tblproperties') or {}, nightly=false, on_error='warn', trigger='post-publish') -%}
+        {%- if run.outcome.errors and (config.get('on_maintenance_error') or var('on_maintenance_error', 'warn')) == 'fail' -%}
+            {%- do failed.append(table.relation ~ ': ' ~ (run.outcome.errors | join('; '))) -%}
         {%- endif -%}
     {%- endfor -%}
+    {{ return(failed) }}
 {% endmacro %}
 
 {#- A red or conflicting run: main of every listed table stays as it was; say how to look. -#}
@@ -172,7 +179,7 @@
     {%- set runs = wap_runs_relation() -%}
     {%- if load_relation(runs) is none -%}{{ return('') }}{%- endif -%}
     {%- set rows = run_query("select status, message from " ~ runs ~ " where invocation_id = '" ~ invocation_id ~ "'").rows -%}
-    {%- if rows and rows[0][0] == 'conflict' -%}
+    {%- if rows and (rows[0][0] == 'conflict' or rows[0][1].startswith('maintenance failed')) -%}
         {{ exceptions.raise_database_error("write-audit-publish: " ~ rows[0][1]) }}
     {%- endif -%}
     {{ return('') }}

@@ -239,6 +239,22 @@ def test_every_table_is_identical_to_the_local_target(spark, local, remote, clus
         assert there.exceptAll(here).count() == 0, f"{name}: rows only on the cluster"
 
 
+def test_every_connection_wrote_on_the_runs_branch(cluster, cluster_build):
+    """On a Thrift server each dbt connection is a Spark session of its own: the build is
+    write-audit-publish (no --select), so every model's connection must have been pointed at
+    the run's branch. A connection without it would have written main directly: that table
+    would have no branch to publish and no run tag."""
+    load_id = int(cluster_build.output.split("writes on branch wap_")[1].split(";")[0])
+    assert f"run {load_id} published" in cluster_build.output
+    for name in TABLES:
+        refs = dict(thrift_query(cluster, f"select name, snapshot_id from {name}.refs"))
+        assert refs.get("main") is not None and refs.get(f"run_{load_id}") == refs["main"], (
+            name,
+            refs,
+        )
+        assert not [ref for ref in refs if ref.startswith("wap_")], (name, refs)
+
+
 def test_pyiceberg_sees_the_same_catalog(local, cluster, cluster_build):
     from pyiceberg.catalog import load_catalog
 

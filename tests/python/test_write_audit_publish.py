@@ -27,25 +27,13 @@ from layers import (
     check_layers,
     truth,
 )
+from test_warehouse import TABLES
 
 from scripts.generate_landing import LandingGenerator, Scale
 
 PREFIX = "wap_"
 SEED = 61
 SCALE = Scale(users=100, videos=30, events_per_batch=500, batches=3, min_changes_per_batch=4)
-TABLES = [
-    "ods.ods_client__events",
-    "ods.ods_appdb__user_changes",
-    "ods.ods_appdb__video_changes",
-    "dwd.dwd_client__events",
-    "dwd.dwd_quarantine__rejected_records",
-    "dwd.dim_users__state",
-    "dwd.dim_videos__state",
-    "dwd.dim_users_history",
-    "dwd.dim_videos_history",
-    "dws.dws_video__daily",
-    "dws.dws_user__daily",
-]
 LATE_USER = 987654  # an event names this user one batch before the user's change arrives
 
 
@@ -143,13 +131,14 @@ def test_the_published_runs_and_consistent_reads_by_run(warehouse, dbt):
             json.dumps({"schema_prefix": PREFIX}),
         ]
     )
-    assert shown.result.results[0].agate_table.rows[0][0] == warehouse.main("dws.dws_user__daily")[1]
+    rows = warehouse.main("dws.dws_user__daily")[1]
+    assert shown.result.results[0].agate_table.rows[0][0] == rows
 
 
 def orphan_event(root: Path) -> dict:
     """A valid event of batch 2 about a user no changelog has delivered yet."""
-    line = (root / "landing/client_events/batch=000002/part-00000.jsonl").read_text().splitlines()[0]
-    event = json.loads(line)
+    landed = root / "landing/client_events/batch=000002/part-00000.jsonl"
+    event = json.loads(landed.read_text().splitlines()[0])
     event.update(
         event_id="ev-wap-late-user",
         user_id=str(LATE_USER),
@@ -278,3 +267,36 @@ def test_a_full_refresh_publishes_the_same_way(warehouse):
     ).collect()
     assert before[0] in {row[0] for row in history}  # the table's history is kept
     check_layers(warehouse.spark, warehouse.root, 3, PREFIX)
+
+
+def test_nightly_maintenance_never_runs_while_a_run_holds_the_lock(warehouse, dbt):
+    """A compaction on main while a run's branch is open would stop that run's publish: the
+    nightly operation takes the run lock too, and a live holder makes it refuse."""
+    lock = f"{PREFIX}ops.run_lock"
+    process = warehouse.spark.sql("select reflect('lakehouse.RunProcess', 'id')").first()[0]
+    warehouse.spark.sql(
+        f"update {lock} set holder = '0000aaaa-0000', holder_process = '{process}',"
+        " expires_at = current_timestamp() + interval 1 hour"
+    )
+    before = {table: warehouse.refs(table)["main"] for table in TABLES}
+    nightly = dbt(
+        [
+            "run-operation",
+            "iceberg_maintain_all",
+            "--vars",
+            json.dumps({"schema_prefix": PREFIX, "compaction_min_small_files": 1}),
+        ],
+        expect_success=False,
+    )
+    assert not nightly.success and "another run (invocation 0000aaaa-0000) holds" in nightly.log
+    assert {table: warehouse.refs(table)["main"] for table in TABLES} == before
+    warehouse.spark.sql(f"update {lock} set holder = null, expires_at = current_timestamp()")
+    nightly = dbt(
+        [
+            "run-operation",
+            "iceberg_maintain_all",
+            "--vars",
+            json.dumps({"schema_prefix": PREFIX, "compaction_min_small_files": 1}),
+        ]
+    )
+    assert "run lock: released" in nightly.log
