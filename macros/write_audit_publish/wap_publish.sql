@@ -47,8 +47,10 @@
 {% endmacro %}
 
 {#- Tables this run wrote on its branch, in the order their models finished:
-    [{relation, node, main, head, stale_branches}]. -#}
+    [{relation, node, main, head, stale_branches}]; stale: branches of red runs past
+    var wap_failed_branch_retention_hours. -#}
 {% macro _wap_touched_tables(branch) %}
+    {%- set expired = _wap_expired_branches() -%}
     {%- set touched = [] -%}
     {%- for result in results
           if result.node.resource_type in ['model', 'snapshot'] and result.status == 'success'
@@ -56,56 +58,41 @@
           and result.node.config.get('materialized') in ['table', 'incremental', 'snapshot'] -%}
         {%- set relation = api.Relation.create(database=result.node.database, schema=result.node.schema,
                                                identifier=result.node.alias, type='table') -%}
-        {%- set refs = run_query(
-            "select refs.name, refs.snapshot_id, unix_millis(snapshots.committed_at)"
-            ~ " from " ~ relation ~ ".refs as refs left join " ~ relation ~ ".snapshots as snapshots"
-            ~ " on refs.snapshot_id = snapshots.snapshot_id where refs.type = 'BRANCH'").rows -%}
         {%- set heads = {} -%}
-        {%- set stale = [] -%}
-        {%- set cutoff = modules.datetime.datetime.utcnow() - modules.datetime.timedelta(hours=var('wap_failed_branch_retention_hours', 72) | float) -%}
-        {%- set cutoff_ms = (cutoff - modules.datetime.datetime(1970, 1, 1)).total_seconds() * 1000 -%}
-        {%- for row in refs -%}
+        {%- for row in run_query("select name, snapshot_id from " ~ relation ~ ".refs where type = 'BRANCH'").rows -%}
             {%- do heads.update({row[0]: row[1]}) -%}
-            {%- if row[0] != branch and modules.re.fullmatch('wap_[0-9]+', row[0]) and (row[2] or 0) < cutoff_ms -%}
-                {%- do stale.append(row[0]) -%}
-            {%- endif -%}
         {%- endfor -%}
         {%- if branch in heads -%}
             {%- do touched.append({'relation': relation, 'node': result.node, 'main': heads.get('main'),
-                                   'head': heads[branch], 'stale_branches': stale}) -%}
+                                   'head': heads[branch], 'stale_branches': expired | select('in', heads) | list}) -%}
         {%- endif -%}
     {%- endfor -%}
     {{ return(touched) }}
 {% endmacro %}
 
-{#- Fast-forward one table's main; returns none, or why it must not. -#}
+{% macro _wap_expired_branches() %}
+    {%- set runs = wap_runs_relation() -%}
+    {%- if load_relation(runs) is none -%}{{ return([]) }}{%- endif -%}
+    {%- set rows = run_query("select branch from " ~ runs ~ " where status != 'published' and finished_at < current_timestamp() - make_interval(0, 0, 0, 0, "
+        ~ var('wap_failed_branch_retention_hours', 72) | int ~ ")").rows -%}
+    {{ return(rows | map(attribute=0) | list) }}
+{% endmacro %}
+
+{#- Fast-forward one table's main; returns none, or why it must not. Iceberg refuses (and
+    commits nothing) when main is not an ancestor of the branch: main moved since the run
+    began. -#}
 {% macro _wap_fast_forward(table, branch) %}
     {%- set relation = table.relation -%}
-    {%- if table.main is not none and not _wap_is_ancestor(relation, table.main, table.head) -%}
+    {%- set done = _maintenance_execute("call " ~ (relation.database or 'spark_catalog') ~ ".system.fast_forward('"
+        ~ relation.schema ~ "." ~ relation.identifier ~ "', 'main', '" ~ branch ~ "')") -%}
+    {%- if done.error and 'is not an ancestor' in done.error -%}
         {{ return("main of " ~ relation ~ " moved since the run began (its snapshot " ~ table.main
             ~ " is not an ancestor of branch " ~ branch ~ "): a commit outside the run lock, e.g. a"
             ~ " compaction. main was left untouched; the next run redoes this run's work from main") }}
-    {%- endif -%}
-    {%- set done = _maintenance_execute("call " ~ (relation.database or 'spark_catalog') ~ ".system.fast_forward('"
-        ~ relation.schema ~ "." ~ relation.identifier ~ "', 'main', '" ~ branch ~ "')") -%}
-    {%- if done.error -%}
+    {%- elif done.error -%}
         {{ return("fast-forward of " ~ relation ~ " to " ~ branch ~ " failed, main left untouched: " ~ done.error) }}
     {%- endif -%}
     {{ return(none) }}
-{% endmacro %}
-
-{#- Is snapshot `ancestor` on the lineage of snapshot `head`? -#}
-{% macro _wap_is_ancestor(relation, ancestor, head) %}
-    {%- set parents = {} -%}
-    {%- for row in run_query("select snapshot_id, parent_id from " ~ relation ~ ".snapshots").rows -%}
-        {%- do parents.update({row[0]: row[1]}) -%}
-    {%- endfor -%}
-    {%- set walk = {'at': head} -%}
-    {%- for _ in range(parents | length + 1) if walk.at is not none -%}
-        {%- if walk.at == ancestor -%}{{ return(true) }}{%- endif -%}
-        {%- do walk.update({'at': parents.get(walk.at)}) -%}
-    {%- endfor -%}
-    {{ return(false) }}
 {% endmacro %}
 
 {#- Published tables: the run's and the day's tags, the branch dropped (and branches of red

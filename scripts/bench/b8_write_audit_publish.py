@@ -5,8 +5,9 @@ write_audit_publish true and false on alternate batches (each repeat alternates 
 goes first), so both sides load batches of the same size onto the same growing history.
 Per run it measures the build's wall time, the publish (on-run-end's publish hook minus the
 maintenance it runs after the publish, which the other side runs in its post-hooks), and,
-summed over every table of the layers, the snapshots and metadata files the run added and
-the size of the current metadata files (tags and refs live there).
+summed over every table of the layers (ODS, DWD, DWS, the SCD-2 snapshots), the snapshots
+and metadata commits the run added and the size of the current metadata files (tags and
+refs live there).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from scripts.bench.common import (
     sql,
     write_result,
 )
-from scripts.bench.dbt_workload import Workload, maintenance_lines
+from scripts.bench.dbt_workload import LAYERS, Workload, maintenance_lines
 from scripts.generate_landing import Scale
 
 SIZES = {
@@ -38,17 +39,6 @@ SIZES = {
 }
 SIDES = {"write-audit-publish": True, "direct to main": False}
 HOOK_LINE = re.compile(r"OK hook: lakehouse\.on-run-end\.0 .* in (?P<s>[\d.]+)s")
-TABLES = [
-    "ods.ods_client__events",
-    "ods.ods_appdb__user_changes",
-    "ods.ods_appdb__video_changes",
-    "dwd.dwd_client__events",
-    "dwd.dwd_quarantine__rejected_records",
-    "dwd.dim_users__state",
-    "dwd.dim_videos__state",
-    "dws.dws_video__daily",
-    "dws.dws_user__daily",
-]
 
 
 def run(ctx: BenchContext) -> BenchResult:
@@ -88,6 +78,7 @@ def run(ctx: BenchContext) -> BenchResult:
             f"b8 repeat {repeat + 1}: "
             + ", ".join(f"{s} {v['dbt build s'][-1]:.0f}s" for s, v in samples.items())
         )
+    counted = tables(spark)
     workload.reset_warehouse()
 
     table = [
@@ -101,14 +92,14 @@ def run(ctx: BenchContext) -> BenchResult:
         title="write-audit-publish vs writing main directly, per scheduled run",
         size=ctx.size,
         repeats=ctx.repeats,
-        params={**asdict(scale), "tables": len(TABLES)},
+        params={**asdict(scale), "tables": len(counted)},
         metrics={"samples": samples, "load_average_1min": loads},
         table=table,
         checks=[],
         notes=[
             f"dbt build time, write-audit-publish / direct: {build_ratio:.2f}",
             f"publish (fast-forwards, tags, branch drops) median {median(wap['publish s']):.1f} s"
-            f" for {len(TABLES)} tables and the SCD-2 snapshots",
+            f" for {len(counted)} tables",
             "metadata files: each published table gains a fast-forward, two tags and a branch"
             " drop, each a metadata commit; no snapshot is added",
             f"load average (1 min) before and after each run: {[round(x, 2) for x in loads]}",
@@ -127,7 +118,7 @@ def build(workload: Workload, write_audit_publish: bool):
 def metadata(spark) -> dict[str, int]:
     """Snapshots, metadata commits and current metadata bytes, summed over the layers' tables."""
     totals = {"snapshots": 0, "metadata_files": 0, "metadata_bytes": 0}
-    for table in TABLES:
+    for table in tables(spark):
         totals["snapshots"] += sql(spark, f"select count(*) from {table}.snapshots")[0][0]
         newest = f"select file from {table}.metadata_log_entries order by timestamp desc limit 1"
         path = Path(sql(spark, newest)[0][0].removeprefix("file:"))
@@ -136,6 +127,19 @@ def metadata(spark) -> dict[str, int]:
         totals["metadata_files"] += int(path.name.split("-")[0])
         totals["metadata_bytes"] += path.stat().st_size if path.is_file() else 0
     return totals
+
+
+def tables(spark) -> list[str]:
+    """The layers' Iceberg tables (their views left out)."""
+    found = []
+    for schema in LAYERS:
+        views = {row.viewName for row in sql(spark, f"show views in {schema}")}
+        found += [
+            f"{schema}.{row.tableName}"
+            for row in sql(spark, f"show tables in {schema}")
+            if not row.isTemporary and row.tableName not in views
+        ]
+    return found
 
 
 def plot(result: BenchResult, path: Path) -> None:
