@@ -16,6 +16,7 @@ A warehouse of its own (var schema_prefix) on real tables, its runs in file orde
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -202,9 +203,20 @@ def test_the_fixed_run_ends_as_one_uninterrupted_run(warehouse):
             warehouse.root / f"truth/users/batch={batch:06d}.parquet"
         )
 
-    run = warehouse.build()
+    # two small files in a partition make compaction due: it must wait for the publish
+    run = warehouse.build(compaction_min_small_files=2)
     assert "WARN" in run.log and "warn_undeclared_landing_fields" in run.log
-    assert warehouse.wap_runs()[-1][1] == "published"
+    load_id, status, _ = warehouse.wap_runs()[-1]
+    assert status == "published"
+    # maintenance compacted main after the publish: main = a rewrite on top of the run's tag
+    events = f"{PREFIX}ods.ods_client__events"
+    compacted = re.search(r"maintenance \S*ods.ods_client__events: data files (\d+) -> 1,", run.log)
+    assert compacted and int(compacted[1]) >= 2, run.log[-3000:]
+    refs = warehouse.refs("ods.ods_client__events")
+    head = warehouse.reader.sql(
+        f"select operation, parent_id from {events}.snapshots where snapshot_id = {refs['main']}"
+    ).first()
+    assert head.operation == "replace" and head.parent_id == refs[f"run_{load_id}"]
     check_layers(warehouse.spark, warehouse.root, 2, PREFIX)
     assert_landed_lines_in_ods_once(warehouse.spark, warehouse.root / "landing", PREFIX)
     assert_events_reconcile_per_file(warehouse.spark, PREFIX)
