@@ -36,9 +36,9 @@
     {{ return('') }}
 {% endmacro %}
 
-{#- The branch this connection writes on, or none. Reads the session's setting: set once
-    for the shared session of the embedded targets, per connection on a Thrift server
-    (wap_session). -#}
+{#- The branch this connection writes on, or none. Reads the session's setting: set once by
+    wap_begin for the shared session of the embedded targets, per connection on a Thrift
+    server (wap_session). -#}
 {% macro wap_active_branch() %}
     {%- if not execute -%}{{ return(none) }}{%- endif -%}
     {%- set value = run_query('set spark.wap.branch').rows[0][1] -%}
@@ -54,11 +54,13 @@
     from zero, and maintenance decides on those totals (docs/findings.md). -#}
 {% macro wap_session(relation=none) %}
     {%- if not execute or not wap_requested() -%}{{ return('') }}{%- endif -%}
-    {%- if target.type == 'spark' and target.method != 'session' -%}
-        {%- set branch = wap_branch_of(current_load_id()) -%}
-        {%- do run_query('set spark.wap.branch = ' ~ branch) -%}
-    {%- else -%}
-        {%- set branch = wap_active_branch() -%}
+    {%- set branch = wap_active_branch() -%}
+    {%- if branch is none -%}
+        {#- a connection of its own (Thrift): the run's branch, if this run holds the lock -#}
+        {%- set branch = _wap_run_branch() -%}
+        {%- if branch is not none -%}
+            {%- do run_query('set spark.wap.branch = ' ~ branch) -%}
+        {%- endif -%}
     {%- endif -%}
     {%- if branch is none or relation is none or model.config.get('file_format') != 'iceberg'
           or model.config.get('materialized') not in ['table', 'incremental', 'snapshot'] -%}
@@ -78,6 +80,14 @@
         {%- do run_query('alter table ' ~ relation ~ ' create branch if not exists ' ~ branch) -%}
     {%- endif -%}
     {{ return('') }}
+{% endmacro %}
+
+{#- The branch of the run this invocation holds the lock for, or none (no lock table, or
+    another holder: e.g. a project that does not take the lock). -#}
+{% macro _wap_run_branch() %}
+    {%- if load_relation(run_lock_relation()) is none -%}{{ return(none) }}{%- endif -%}
+    {%- set lock = _run_lock_state() -%}
+    {{ return(wap_branch_of(lock.load_id) if lock.holder == invocation_id else none) }}
 {% endmacro %}
 
 {#- dbt's test query, read on the run's branch (the embedded targets share one session whose
