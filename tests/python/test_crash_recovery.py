@@ -138,9 +138,10 @@ def crashed(spark, dbt, tmp_path_factory) -> dict:
         folder.rename(held_back / folder.parent.name / folder.name)
     facts = {}
 
-    # 1. a build killed while it writes the event detail (ODS has committed before it)
+    # 1. a build killed while it writes the event detail (ODS has committed before it: the
+    # build writes main directly; with write-audit-publish ODS would wait on the branch)
     events = table_dir(data_dir, "dwd", "dwd_client__events")
-    crash = Run(data_dir, ["build"])
+    crash = Run(data_dir, ["build", "--vars", json.dumps({"write_audit_publish": False})])
     facts["build_crash_files"] = kill_when_files_appear(
         crash, [events / "data"], after="START sql incremental model dwd.dwd_client__events"
     )
