@@ -100,8 +100,8 @@ def run(ctx: BenchContext) -> BenchResult:
             f"dbt build time, write-audit-publish / direct: {build_ratio:.2f}",
             f"publish (fast-forwards, tags, branch drops) median {median(wap['publish s']):.1f} s"
             f" for {len(counted)} tables",
-            "metadata files: each published table gains a fast-forward, two tags and a branch"
-            " drop, each a metadata commit; no snapshot is added",
+            "metadata commits per table and run: the branch created before the write, the"
+            " fast-forward, two tags and the branch dropped; the publish adds no snapshot",
             f"load average (1 min) before and after each run: {[round(x, 2) for x in loads]}",
         ],
         seconds=time.perf_counter() - began,
