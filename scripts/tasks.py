@@ -2,6 +2,7 @@
 
 build  generate sample data when the landing zone is empty, then `dbt build` every layer
 test   pytest, with sqlfluff lint and ruff check running beside it
+test-times  write the last test run's time per file into docs/testing.md
 lint   sqlfluff lint and ruff check only
 dbt    any dbt command, in-process, on a SparkSession configured by scripts.spark_config;
        with --target cluster, through the Thrift server of `lakehouse-cluster start` instead
@@ -10,10 +11,12 @@ dbt    any dbt command, in-process, on a SparkSession configured by scripts.spar
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from scripts.cli import parser_from_doc
@@ -117,14 +120,50 @@ def lint_beside(scratch: str) -> subprocess.Popen:
     )
 
 
+class LoadSampler:
+    """The machine's 1-minute load average once a minute while a run lasts: a test time
+    means little without how busy the machine was."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while True:
+            self.samples.append(round(os.getloadavg()[0], 2))
+            if self._stop.wait(60):
+                return
+
+    def __enter__(self) -> LoadSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def commit() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_DIR, capture_output=True, text=True
+    )
+    return done.stdout.strip() or "unknown"
+
+
 def test() -> int:
     """pytest, with the linters running beside it. A fresh `dbt build` of every layer is one
-    of the tests (test_plain_dbt), so no build runs after pytest."""
+    of the tests (test_plain_dbt), so no build runs after pytest. Leaves pytest's JUnit report
+    and the run's facts in target/ for `lakehouse test-times`."""
+    from scripts.test_times import JUNIT, RUN_FACTS
+
     bin_dir = os.path.dirname(sys.executable)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="lakehouse-lint-") as scratch:
+    JUNIT.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="lakehouse-lint-") as scratch, LoadSampler() as load:
         linting = lint_beside(scratch)
-        code = run([os.path.join(bin_dir, "pytest")])
+        code = run([os.path.join(bin_dir, "pytest"), f"--junitxml={JUNIT}"])
+        pytest_seconds = time.monotonic() - started
         if code == 5:
             print("pytest collected no tests: that is a failure here", file=sys.stderr)
         lint_output, _ = linting.communicate()
@@ -133,7 +172,19 @@ def test() -> int:
     results = {"pytest": code, "lint": linting.returncode}
     for name, code in results.items():
         print(f"   {name:<16} {'ok' if code == 0 else f'FAILED ({code})'}")
-    print(f"   total {time.monotonic() - started:.0f}s")
+    seconds = time.monotonic() - started
+    facts = {
+        "commit": commit(),
+        "finished": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cores": os.cpu_count(),
+        "seconds": round(seconds),
+        "pytest_seconds": round(pytest_seconds),
+        "load_averages": load.samples,
+        "results": results,
+    }
+    RUN_FACTS.write_text(json.dumps(facts, indent=2))
+    loads = load.samples or [0.0]
+    print(f"   total {seconds:.0f}s (load average {min(loads):.1f}-{max(loads):.1f})")
     return 0 if all(code == 0 for code in results.values()) else 1
 
 
@@ -142,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("build", help="sample data (if none) + dbt build of every layer")
     sub.add_parser("test", help="every test and linter")
+    sub.add_parser("test-times", help="the last test run's time per file into docs/testing.md")
     sub.add_parser("lint", help="sqlfluff and ruff")
     dbt = sub.add_parser("dbt", help="run a dbt command in-process")
     dbt.add_argument("--target", default="local", choices=["local", "ci", "cluster"])
@@ -149,6 +201,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "lint":
         return lint()
+    if args.command == "test-times":
+        from scripts.test_times import main as test_times
+
+        return test_times(rest)
     if args.command == "dbt" and args.target == "cluster":
         return run_dbt("cluster", rest)  # no JVM here: the cluster already runs one
     ensure_java()
