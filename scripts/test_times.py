@@ -37,6 +37,8 @@ def seconds_per_file(junit: Path) -> dict[str, tuple[float, int]]:
 
 def table(junit: Path, facts: dict) -> str:
     per_file = sorted(seconds_per_file(junit).items(), key=lambda item: -item[1][0])
+    total_seconds = sum(seconds for _, (seconds, _) in per_file)
+    total_tests = sum(tests for _, (_, tests) in per_file)
     loads = facts.get("load_averages") or [0.0]
     lines = [
         f"Measured by `lakehouse test` on commit {facts.get('commit', '?')}, "
@@ -49,8 +51,7 @@ def table(junit: Path, facts: dict) -> str:
         "| file | tests | seconds |",
         "|---|---:|---:|",
         *(f"| `{name}` | {tests} | {seconds:.0f} |" for name, (seconds, tests) in per_file),
-        f"| **all** | {sum(t for _, t in dict(per_file).values())} | "
-        f"{sum(s for s, _ in dict(per_file).values()):.0f} |",
+        f"| **all** | {total_tests} | {total_seconds:.0f} |",
     ]
     return "\n".join(lines)
 

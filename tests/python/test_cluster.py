@@ -44,6 +44,7 @@ from scripts.spark_config import (
     remote_catalog_conf,
 )
 
+LOCAL_PREFIX = "clusterref_"  # the local build's schemas (var schema_prefix)
 # Stamped at load time, so they differ between any two builds: the loads' clock, and the
 # clock a check-strategy `dbt snapshot` stamps its versions with (and hashes into its id).
 LOAD_TIME_COLUMNS = {"_loaded_at", "_max_loaded_at", "_listed_at"} | {
@@ -95,28 +96,22 @@ def is_loopback(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return (mapped or address).is_loopback
 
 
-def lakehouse_dbt(target: str, env: dict[str, str | None], work: Path, *args: str) -> Build:
-    """`lakehouse dbt --target <target> ...` as a user runs it, in its own process.
-    A variable set to None in `env` is removed from the inherited environment."""
-    merged = {
+def on_cluster(cluster: ClusterSettings, landing: Path, *args: str) -> Build:
+    """`lakehouse dbt --target cluster ...` as a user runs it, in its own process (a Thrift
+    client: no JVM there). Its dbt target/ and logs/ go under the cluster's folder."""
+    env = {
         **os.environ,
-        **env,
-        "DBT_TARGET_PATH": str(work / "target"),  # leave the checkout's target/ alone
-        "DBT_LOG_PATH": str(work / "logs"),
+        **cluster.to_env(),
+        "LAKEHOUSE_LANDING_DIR": str(landing),
+        "DBT_TARGET_PATH": str(cluster.root / "target"),  # leave the checkout's target/ alone
+        "DBT_LOG_PATH": str(cluster.root / "logs"),
     }
-    env = {name: value for name, value in merged.items() if value is not None}
-    command = [sys.executable, "-m", "scripts.tasks", "dbt", "--target", target, *args]
+    command = [sys.executable, "-m", "scripts.tasks", "dbt", "--target", "cluster", *args]
     started = time.monotonic()
     done = subprocess.run(
         command, cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=900
     )
     return Build(done.returncode, time.monotonic() - started, done.stdout + done.stderr)
-
-
-def on_cluster(cluster: ClusterSettings, landing: Path, *args: str) -> Build:
-    """`lakehouse dbt --target cluster ...`: a Thrift client, no JVM in that process."""
-    env: dict[str, str | None] = {**cluster.to_env(), "LAKEHOUSE_LANDING_DIR": str(landing)}
-    return lakehouse_dbt("cluster", env, cluster.root, *args)
 
 
 def comparable(frame):
@@ -138,9 +133,6 @@ def landing(data_dir) -> Path:
     """This run's landing folder: test_warehouse's batches, or the same ones landed here."""
     land(data_dir, SCALE.batches)  # leaves batches already landed untouched
     return data_dir / "landing"
-
-
-LOCAL_PREFIX = "clusterref_"
 
 
 @pytest.fixture(scope="module")
