@@ -18,6 +18,11 @@
         'binaryFile': "(path string, modificationTime timestamp, length bigint, content binary, batch string) using binaryFile",
     } -%}
     {%- set registered = [] -%}
+    {%- set existing = {} -%}  {#- schema -> its tables: one listing per schema, not per source -#}
+    {%- for node in graph.sources.values() if node.meta.get('landing_folder') and node.schema not in existing -%}
+        {%- do run_query('create schema if not exists ' ~ node.schema) -%}
+        {%- do existing.update({node.schema: run_query('show tables in ' ~ node.schema).columns['tableName'].values() | list}) -%}
+    {%- endfor -%}
     {%- for node in graph.sources.values() if node.meta.get('landing_folder') -%}
         {%- set format = node.meta.get('landing_format', 'text') -%}
         {%- if format not in columns -%}
@@ -29,8 +34,8 @@
         {%- set ddl = columns[format] ~ " partitioned by (batch) location '" ~ location ~ "'" -%}
         {%- set fingerprint = local_md5(ddl) -%}
         {%- set table = node.schema ~ '.' ~ node.identifier -%}
-        {%- do run_query('create schema if not exists ' ~ node.schema) -%}
-        {%- if _landing_table_fingerprint(node.schema, node.identifier) != fingerprint -%}
+        {%- set current = _landing_table_fingerprint(node.schema, node.identifier) if node.identifier | lower in existing[node.schema] else none -%}
+        {%- if current != fingerprint -%}
             {%- do run_query('drop table if exists ' ~ table) -%}
             {%- do run_query('create table ' ~ table ~ ' ' ~ ddl
                 ~ " tblproperties ('lakehouse.registration' = '" ~ fingerprint ~ "')") -%}
@@ -45,10 +50,8 @@
     {{ log("landing zone " ~ landing_root ~ (": registered " ~ (registered | join(', ')) if registered else ": sources up to date"), info=true) }}
 {% endmacro %}
 
-{#- The registration fingerprint a landing table carries, or none when it does not exist -#}
+{#- The registration fingerprint an existing landing table carries, or none -#}
 {% macro _landing_table_fingerprint(schema, identifier) %}
-    {%- set found = run_query("show tables in " ~ schema ~ " like '" ~ identifier ~ "'") -%}
-    {%- if found.rows | length == 0 -%}{{ return(none) }}{%- endif -%}
     {%- for row in run_query("show tblproperties " ~ schema ~ "." ~ identifier).rows
         if row[0] == 'lakehouse.registration' -%}
         {{ return(row[1]) }}

@@ -1,13 +1,15 @@
 {#- Decide, act, record: one line in dbt's log and one row in the maintenance log.
     The three parts are separate macros so that a caller can decide now and act later
-    (e.g. after a write-audit-publish run publishes). `on_error`: warn | fail. -#}
-{% macro iceberg_maintain(relation, policy, tblproperties={}, nightly=false, on_error='warn', trigger='operation') %}
+    (e.g. after a write-audit-publish run publishes). `on_error`: warn | fail. `log_rows`: a
+    list to append the maintenance-log row to instead of writing it now (a caller that
+    maintains many tables writes their rows in one commit: iceberg_maintenance_log_flush). -#}
+{% macro iceberg_maintain(relation, policy, tblproperties={}, nightly=false, on_error='warn', trigger='operation', log_rows=none) %}
     {%- if on_error not in ['warn', 'fail'] -%}
         {{ exceptions.raise_compiler_error("maintenance of " ~ relation ~ ": on_maintenance_error must be warn or fail, got '" ~ on_error ~ "'") }}
     {%- endif -%}
     {%- set decision = iceberg_maintenance_decision(relation, policy, tblproperties, nightly) -%}
     {%- set outcome = iceberg_maintenance_act(decision) -%}
-    {%- do iceberg_maintenance_record(decision, outcome, trigger) -%}
+    {%- do iceberg_maintenance_record(decision, outcome, trigger, log_rows) -%}
     {%- if outcome.errors and on_error == 'fail' -%}
         {{ exceptions.raise_database_error("maintenance of " ~ relation ~ " failed (on_maintenance_error: fail): " ~ (outcome.errors | join('; '))) }}
     {%- elif outcome.errors -%}

@@ -15,6 +15,7 @@
     {%- do acquire_run_lock(operation=true) -%}
     {%- set wanted = none if select is none else ([select] if select is string else select) -%}
     {%- set failed = [] -%}
+    {%- set log_rows = [] -%}
     {%- for node in graph.nodes.values()
           if node.resource_type in ['model', 'snapshot'] and node.config.get('file_format') == 'iceberg'
           and node.config.materialized in ['table', 'incremental', 'snapshot']
@@ -27,12 +28,13 @@
             {%- set policy = dict(node.config.get('maintenance') or {}) -%}
             {%- if not remove_orphans -%}{%- do policy.pop('remove_orphan_files', none) -%}{%- endif -%}
             {%- set run = iceberg_maintain(relation, policy, node.config.get('tblproperties') or {},
-                                           nightly=true, on_error='warn', trigger='nightly') -%}
+                                           nightly=true, on_error='warn', trigger='nightly', log_rows=log_rows) -%}
             {%- if run.outcome.errors and on_error == 'fail' -%}
                 {%- do failed.append(relation ~ ': ' ~ (run.outcome.errors | join('; '))) -%}
             {%- endif -%}
         {%- endif -%}
     {%- endfor -%}
+    {%- do iceberg_maintenance_log_flush(log_rows) -%}
     {%- if wanted is none -%}
         {%- set log_table = iceberg_maintenance_log_relation() -%}
         {%- if adapter.get_relation(database=none, schema=log_table.schema, identifier=log_table.identifier) is not none -%}

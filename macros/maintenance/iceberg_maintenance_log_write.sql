@@ -1,13 +1,15 @@
-{#- Append one row to the maintenance log, an Iceberg table (var maintenance_log_schema,
+{#- Append rows to the maintenance log, an Iceberg table (var maintenance_log_schema,
     default `ops`, with the schema prefix; declared as the dbt source
-    maintenance.maintenance_log). One insert per table per run; the table is created on the
+    maintenance.maintenance_log), in one insert (one commit); the table is created on the
     first failed insert. Never raises: returns '' or the error text. Off with
     --vars '{maintenance_log: false}'. -#}
-{% macro iceberg_maintenance_log_write(row) %}
+{% macro iceberg_maintenance_log_write(rows) %}
     {%- if not (var('maintenance_log', true) | string | lower in ['true', '1', 'yes']) -%}{{ return('') }}{%- endif -%}
     {%- set relation = iceberg_maintenance_log_relation() -%}
     {%- set insert -%}
-        insert into {{ relation }} values (
+        insert into {{ relation }} values
+        {%- for row in rows %}
+        (
             {{ _maintenance_literal(invocation_id) }}, current_timestamp(),
             {%- for column in ['table_name', 'trigger', 'snapshot_id', 'decision_read', 'decision_seconds', 'total_seconds',
                                'data_files_before', 'data_files_after', 'bytes_before', 'bytes_after',
@@ -16,7 +18,8 @@
                                'actions', 'steps_run', 'step_seconds', 'conflicts', 'errors', 'outcome'] %}
             {{ _maintenance_literal(row.get(column)) }}{{ ',' if not loop.last }}
             {%- endfor %}
-        )
+        ){{ ',' if not loop.last }}
+        {%- endfor %}
     {%- endset -%}
     {%- if adapter.try_execute is not defined -%}
         {#- without try_execute a failed insert would raise: create the table first -#}
@@ -31,4 +34,15 @@
         {%- set written = _maintenance_execute(insert) -%}
     {%- endif -%}
     {{ return(written.error or '') }}
+{% endmacro %}
+
+{#- Write the rows iceberg_maintenance_record collected; a failure is said, never raised
+    (the models are unaffected). -#}
+{% macro iceberg_maintenance_log_flush(rows) %}
+    {%- if not rows -%}{{ return('') }}{%- endif -%}
+    {%- set error = iceberg_maintenance_log_write(rows) -%}
+    {%- if error -%}
+        {{ log("maintenance log: no row written for " ~ (rows | map(attribute='table_name') | join(', '))
+            ~ " (the models are unaffected): " ~ error, info=true) }}
+    {%- endif -%}
 {% endmacro %}

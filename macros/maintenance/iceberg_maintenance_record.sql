@@ -3,8 +3,9 @@
         maintenance dwd.dim_users__state: data files 2 -> 2, bytes 32600 -> 32600, delete files 1 -> 1,
         manifests n/a -> n/a, snapshots 4 -> 4 | rewrite_data_files skipped (...); ... |
         decision 0.14 s (snapshot summary) | 0.21 s
-    Operators read the line; tests and bench parse it (scripts/bench/dbt_workload.py). -#}
-{% macro iceberg_maintenance_record(decision, outcome, trigger='operation') %}
+    Operators read the line; tests and bench parse it (scripts/bench/dbt_workload.py).
+    With `log_rows` (a list) the row is appended there, for the caller to write with others. -#}
+{% macro iceberg_maintenance_record(decision, outcome, trigger='operation', log_rows=none) %}
     {%- set before = decision.summary if decision.summary is mapping and decision.summary.current_snapshot_id is not none else {} -%}
     {%- set after = outcome.summary if outcome.summary is mapping and outcome.summary.current_snapshot_id is not none else before -%}
     {%- set health_before = decision.health or {} -%}
@@ -31,14 +32,15 @@
         'conflicts': outcome.conflicts, 'errors': (outcome.errors | join('; ')) if outcome.errors else none,
         'outcome': outcome_name} -%}
     {%- set log_started = modules.datetime.datetime.utcnow() -%}
-    {%- set log_error = iceberg_maintenance_log_write(row) -%}
+    {%- if log_rows is none -%}
+        {%- do iceberg_maintenance_log_flush([row]) -%}
+    {%- else -%}
+        {%- do log_rows.append(row) -%}
+    {%- endif -%}
     {%- set log_seconds = (modules.datetime.datetime.utcnow() - log_started).total_seconds() -%}
     {{ log("maintenance " ~ decision.relation ~ ": " ~ (parts | join(', '))
         ~ " | " ~ (outcome.actions | join('; ') if outcome.actions else 'no maintenance policy')
         ~ " | decision " ~ '%.2f' | format(decision.seconds) ~ " s (" ~ decision.read ~ ")"
         ~ " | " ~ '%.2f' | format(decision.seconds + outcome.seconds + log_seconds) ~ " s", info=true) }}
-    {%- if log_error -%}
-        {{ log("maintenance log: no row written for " ~ decision.relation ~ " (the model is unaffected): " ~ log_error, info=true) }}
-    {%- endif -%}
     {{ return(row) }}
 {% endmacro %}

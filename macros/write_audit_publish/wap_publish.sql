@@ -1,10 +1,10 @@
 {#- on-run-end of a write-audit-publish run, before the run lock is released:
 
     green (every model and snapshot succeeded, every error-severity test passed; a `warn`
-    never blocks): fast-forward each touched table's main to the run's branch, upstream
-    first (dbt finishes a node only after its upstreams, so `results` is in that order),
-    then tag each table `run_<load id>` and `day_<yyyymmdd>`, drop the branch, and run the
-    maintenance the models' post-hooks deferred, all under the run lock.
+    never blocks): in one commit per table, fast-forward its main to the run's branch, tag it
+    `run_<load id>` and `day_<yyyymmdd>` and drop the branch, upstream first (dbt finishes a
+    node only after its upstreams, so `results` is in that order); then run the maintenance
+    the models' post-hooks deferred, all under the run lock.
     red: no main moves; the branch stays for inspection (dropped by a later green run after
     var wap_failed_branch_retention_hours).
     A main that moved since the run began (a commit outside the run lock) stops the publish
@@ -18,54 +18,65 @@
     {%- if lock.holder != invocation_id -%}{{ return('') }}{%- endif -%}
     {%- do run_query('reset spark.wap.branch') -%}  {#- from here on this run writes main -#}
     {%- set branch = wap_branch_of(lock.load_id) -%}
-    {%- set touched = _wap_touched_tables(branch) -%}
+    {%- set candidates = _wap_candidates() -%}
     {%- set failed = [] -%}
     {%- for result in results if result.status in ['error', 'fail', 'skipped', 'runtime error'] -%}
         {%- do failed.append(result.node.name ~ ' (' ~ result.status ~ ')') -%}
     {%- endfor -%}
     {%- if failed -%}
-        {%- do _wap_keep(lock, branch, touched, 'failed', failed | length ~ ' failed: ' ~ (failed | join(', '))) -%}
+        {%- do _wap_keep(lock, branch, _wap_touched_tables(candidates, branch), 'failed', failed | length ~ ' failed: ' ~ (failed | join(', '))) -%}
         {{ return('') }}
     {%- endif -%}
 
-    {#- 1. every fast-forward first: the window in which readers may see some tables of the run
-        and not others is as short as the commits themselves -#}
+    {#- 1. every publish first (one commit per table: fast-forward, tags, branch dropped): the
+        window in which readers may see some tables of the run and not others is as short as
+        the commits themselves -#}
+    {%- set expired = _wap_expired_branches() -%}
     {%- set published = [] -%}
-    {%- for table in touched -%}
-        {%- set stop = _wap_fast_forward(table, branch) -%}
-        {%- if stop -%}
-            {%- do _wap_keep(lock, branch, touched[published | length:], 'conflict', stop, published) -%}
-            {%- do _wap_after_publish(lock, branch, published) -%}
+    {%- for table in candidates -%}
+        {%- set outcome = _wap_publish_table(table, branch, lock, expired) -%}
+        {%- if outcome.stop -%}
+            {%- set kept = _wap_touched_tables(candidates[loop.index0:], branch) -%}
+            {%- do _wap_keep(lock, branch, kept, 'conflict', outcome.stop, published) -%}
+            {%- do _wap_maintain_published(published) -%}
             {{ return('') }}
         {%- endif -%}
-        {%- do published.append(table) -%}
+        {%- if outcome.head is not none -%}
+            {%- do published.append({'relation': table.relation, 'node': table.node, 'head': outcome.head}) -%}
+        {%- endif -%}
     {%- endfor -%}
-    {%- set maintenance_failed = _wap_after_publish(lock, branch, published) -%}
+    {%- set maintenance_failed = _wap_maintain_published(published) -%}
     {%- do _wap_record(lock, branch, 'published', published, ('maintenance failed after the publish'
         ~ ' (on_maintenance_error: fail): ' ~ (maintenance_failed | join('; '))) if maintenance_failed
         else 'every model and error test passed') -%}
     {{ log("write-audit-publish: run " ~ lock.load_id ~ " published " ~ published | length ~ " tables, tagged run_" ~ lock.load_id, info=true) }}
 {% endmacro %}
 
-{#- Tables this run wrote on its branch, in the order their models finished:
-    [{relation, node, main, head, stale_branches}]; stale: branches of red runs past
-    var wap_failed_branch_retention_hours. -#}
-{% macro _wap_touched_tables(branch) %}
-    {%- set expired = _wap_expired_branches() -%}
-    {%- set touched = [] -%}
+{#- The Iceberg tables this run's models and snapshots wrote, in the order they finished:
+    [{relation, node}]. -#}
+{% macro _wap_candidates() %}
+    {%- set candidates = [] -%}
     {%- for result in results
           if result.node.resource_type in ['model', 'snapshot'] and result.status == 'success'
           and result.node.config.get('file_format') == 'iceberg'
           and result.node.config.get('materialized') in ['table', 'incremental', 'snapshot'] -%}
-        {%- set relation = api.Relation.create(database=result.node.database, schema=result.node.schema,
-                                               identifier=result.node.alias, type='table') -%}
+        {%- do candidates.append({'node': result.node, 'relation': api.Relation.create(
+            database=result.node.database, schema=result.node.schema, identifier=result.node.alias, type='table')}) -%}
+    {%- endfor -%}
+    {{ return(candidates) }}
+{% endmacro %}
+
+{#- The candidates that have the run's branch (what a red or stopped run keeps), read from
+    each table's refs: [{relation, node, main, head}]. -#}
+{% macro _wap_touched_tables(candidates, branch) %}
+    {%- set touched = [] -%}
+    {%- for table in candidates -%}
         {%- set heads = {} -%}
-        {%- for row in run_query("select name, snapshot_id from " ~ relation ~ ".refs where type = 'BRANCH'").rows -%}
+        {%- for row in run_query("select name, snapshot_id from " ~ table.relation ~ ".refs where type = 'BRANCH'").rows -%}
             {%- do heads.update({row[0]: row[1]}) -%}
         {%- endfor -%}
         {%- if branch in heads -%}
-            {%- do touched.append({'relation': relation, 'node': result.node, 'main': heads.get('main'),
-                                   'head': heads[branch], 'stale_branches': expired | select('in', heads) | list}) -%}
+            {%- do touched.append({'relation': table.relation, 'node': table.node, 'main': heads.get('main'), 'head': heads[branch]}) -%}
         {%- endif -%}
     {%- endfor -%}
     {{ return(touched) }}
@@ -79,48 +90,47 @@
     {{ return(rows | map(attribute=0) | list) }}
 {% endmacro %}
 
-{#- Fast-forward one table's main; returns none, or why it must not. Iceberg refuses (and
-    commits nothing) when main is not an ancestor of the branch: main moved since the run
-    began. -#}
-{% macro _wap_fast_forward(table, branch) %}
+{#- Publish one table in one commit (scripts/java/lakehouse/Publish.java): main fast-forwarded
+    to the branch, tagged run_<load id> and day_<yyyymmdd>, the branch and expired branches of
+    red runs dropped. Returns {head} (none: the run did not write this table) or {stop: why
+    it must not}. Iceberg refuses (and commits nothing) when main is not an ancestor of the
+    branch: main moved since the run began. -#}
+{% macro _wap_publish_table(table, branch, lock, expired) %}
     {%- set relation = table.relation -%}
-    {%- set done = _maintenance_execute("call " ~ (relation.database or 'spark_catalog') ~ ".system.fast_forward('"
-        ~ relation.schema ~ "." ~ relation.identifier ~ "', 'main', '" ~ branch ~ "')") -%}
-    {%- if done.error and 'is not an ancestor' in done.error -%}
-        {{ return("main of " ~ relation ~ " moved since the run began (its snapshot " ~ table.main
-            ~ " is not an ancestor of branch " ~ branch ~ "): a commit outside the run lock, e.g. a"
-            ~ " compaction. main was left untouched; the next run redoes this run's work from main") }}
-    {%- elif done.error -%}
-        {{ return("fast-forward of " ~ relation ~ " to " ~ branch ~ " failed, main left untouched: " ~ done.error) }}
+    {%- set hour_ms = 3600000 -%}
+    {%- set call = "select reflect('lakehouse.Publish', 'publish', '" ~ relation ~ "', '" ~ branch
+        ~ "', 'run_" ~ lock.load_id ~ "', cast(" ~ (var('wap_run_tag_retention_hours', var('snapshot_retention_hours', 72)) | int) * hour_ms ~ " as bigint)"
+        ~ ", 'day_" ~ modules.datetime.datetime.utcnow().strftime('%Y%m%d') ~ "', cast("
+        ~ (var('wap_daily_tag_retention_days', 30) | int) * 24 * hour_ms ~ " as bigint), '" ~ (expired | join(',')) ~ "') from values (1)" -%}
+    {%- set done = _maintenance_execute(call) -%}
+    {%- if done.error -%}
+        {{ return({'stop': "the publish of " ~ relation ~ " to " ~ branch ~ " failed, main left untouched: " ~ done.error}) }}
     {%- endif -%}
-    {{ return(none) }}
+    {%- set answer = done.table.rows[0][0].split(' ') -%}
+    {%- if answer[0] == 'moved' -%}
+        {{ return({'stop': "main of " ~ relation ~ " moved since the run began (its snapshot " ~ answer[1]
+            ~ " is not an ancestor of branch " ~ branch ~ "): a commit outside the run lock, e.g. a"
+            ~ " compaction. main was left untouched; the next run redoes this run's work from main"}) }}
+    {%- endif -%}
+    {{ return({'head': (answer[1] | int) if answer[0] == 'published' else none}) }}
 {% endmacro %}
 
-{#- Published tables: the run's and the day's tags, the branch dropped (and branches of red
-    runs past their retention), then the maintenance their post-hooks deferred. Returns the
-    failures of tables whose on_maintenance_error is fail (the run fails after the lock is
-    released: an on-run-end hook that raises would skip the release). -#}
-{% macro _wap_after_publish(lock, branch, published) %}
-    {%- set day = modules.datetime.datetime.utcnow().strftime('%Y%m%d') -%}
-    {%- for table in published -%}
-        {%- set relation = table.relation -%}
-        {%- do run_query("alter table " ~ relation ~ " create tag run_" ~ lock.load_id
-            ~ " retain " ~ var('wap_run_tag_retention_hours', var('snapshot_retention_hours', 72)) | int ~ " hours") -%}
-        {%- do run_query("alter table " ~ relation ~ " create or replace tag day_" ~ day
-            ~ " retain " ~ var('wap_daily_tag_retention_days', 30) | int ~ " days") -%}
-        {%- for old in [branch] + table.stale_branches -%}
-            {%- do run_query("alter table " ~ relation ~ " drop branch if exists " ~ old) -%}
-        {%- endfor -%}
-    {%- endfor -%}
+{#- The maintenance the published tables' post-hooks deferred, on main, its log rows written
+    in one commit. Returns the failures of tables whose on_maintenance_error is fail (the run
+    fails after the lock is released: an on-run-end hook that raises would skip the release). -#}
+{% macro _wap_maintain_published(published) %}
     {%- set failed = [] -%}
+    {%- set log_rows = [] -%}
     {%- for table in published if table.node.config.get('maintenance') -%}
         {%- set config = table.node.config -%}
         {%- set run = iceberg_maintain(table.relation, maintenance_policy(table.node.name, config.get('maintenance')),
-                                       config.get('tblproperties') or {}, nightly=false, on_error='warn', trigger='post-publish') -%}
+                                       config.get('tblproperties') or {}, nightly=false, on_error='warn',
+                                       trigger='post-publish', log_rows=log_rows) -%}
         {%- if run.outcome.errors and (config.get('on_maintenance_error') or var('on_maintenance_error', 'warn')) == 'fail' -%}
             {%- do failed.append(table.relation ~ ': ' ~ (run.outcome.errors | join('; '))) -%}
         {%- endif -%}
     {%- endfor -%}
+    {%- do iceberg_maintenance_log_flush(log_rows) -%}
     {{ return(failed) }}
 {% endmacro %}
 

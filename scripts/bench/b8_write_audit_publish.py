@@ -61,9 +61,7 @@ def run(ctx: BenchContext) -> BenchResult:
             outcome = build(workload, write_audit_publish=SIDES[side])
             after = metadata(spark)
             maintenance = sum(m.seconds for m in maintenance_lines(outcome.messages).values())
-            hook = next(
-                (float(m["s"]) for m in map(HOOK_LINE.search, outcome.messages) if m), 0.0
-            )
+            hook = next((float(m["s"]) for m in map(HOOK_LINE.search, outcome.messages) if m), 0.0)
             measured = {
                 "dbt build s": outcome.seconds,
                 "publish s": max(hook - maintenance, 0.0) if SIDES[side] else 0.0,
@@ -100,8 +98,9 @@ def run(ctx: BenchContext) -> BenchResult:
             f"dbt build time, write-audit-publish / direct: {build_ratio:.2f}",
             f"publish (fast-forwards, tags, branch drops) median {median(wap['publish s']):.1f} s"
             f" for {len(counted)} tables",
-            "metadata commits per table and run: the branch created before the write, the"
-            " fast-forward, two tags and the branch dropped; the publish adds no snapshot",
+            "metadata commits per table and run: the branch created before the write, then"
+            " one commit fast-forwarding main, tagging it twice and dropping the branch; the"
+            " publish adds no snapshot",
             f"load average (1 min) before and after each run: {[round(x, 2) for x in loads]}",
         ],
         seconds=time.perf_counter() - began,

@@ -5,8 +5,6 @@ import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotRef;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.spark.Spark3Util;
-import org.apache.spark.sql.SparkSession;
-import scala.Option;
 
 /**
  * Records a property in an Iceberg table's snapshot summary, which Spark 3.5 SQL cannot do
@@ -14,10 +12,8 @@ import scala.Option;
  * SQL write options arrive with Spark 4.0). It commits an empty append whose summary carries
  * the property, e.g. lakehouse.complete-through.
  *
- * <p>It needs the driver's session and catalog: call it as
- * {@code select reflect('lakehouse.SnapshotSummary', 'stamp', table, key, value) from values (1)}.
- * A projection over an inline table is evaluated by Spark's optimizer, on the driver; without
- * the {@code from values (1)} it would run in a task, on an executor.
+ * <p>Call it as {@code select reflect('lakehouse.SnapshotSummary', 'stamp', table, key, value)
+ * from values (1)} (see DriverSession).
  */
 public final class SnapshotSummary {
   private SnapshotSummary() {}
@@ -32,16 +28,7 @@ public final class SnapshotSummary {
    * table has none yet). */
   public static String stamp(String table, String key, String value, String branch)
       throws Exception {
-    Option<SparkSession> session = SparkSession.getActiveSession();
-    if (session.isEmpty()) {
-      session = SparkSession.getDefaultSession();
-    }
-    if (session.isEmpty()) {
-      throw new IllegalStateException(
-          "SnapshotSummary.stamp needs the driver's Spark session: call it as "
-              + "select reflect(...) from values (1)");
-    }
-    Table iceberg = Spark3Util.loadIcebergTable(session.get(), table);
+    Table iceberg = Spark3Util.loadIcebergTable(DriverSession.get("SnapshotSummary.stamp"), table);
     Snapshot current = head(iceberg, branch);
     if (current == null || !value.equals(current.summary().get(key))) {
       AppendFiles append = iceberg.newAppend().set(key, value);
