@@ -71,6 +71,9 @@ def iceberg_runtime_jar() -> Path:
     return jar
 
 
+INCOMPATIBLE_COLUMN_CHANGES = "spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes"
+
+
 def iceberg_catalog_conf(catalog: str = "spark_catalog") -> dict[str, str]:
     """Iceberg settings shared by every deployment (embedded or Thrift server)."""
     return {
@@ -82,6 +85,11 @@ def iceberg_catalog_conf(catalog: str = "spark_catalog") -> dict[str, str]:
         # and one is silently lost. The lock needs the metastore's lock tables, which
         # session.create_metastore_lock_tables makes (without them commits hang in retries).
         "spark.hadoop.iceberg.engine.hive.lock-enabled": "true",
+        # Iceberg mirrors each schema into the metastore's columns; Hive refuses a commit whose
+        # columns change type "in their respective positions", which dropping a column that is
+        # not the last one does (on_schema_change sync_all_columns). Iceberg's own schema checks
+        # the change; Hive's check only blocks it.
+        INCOMPATIBLE_COLUMN_CHANGES: "false",
         # A cached table keeps serving the snapshot it loaded (30 s by default) after
         # another session or process commits: health checks and reads would see stale
         # files. Loading fresh metadata per query costs milliseconds.
@@ -240,6 +248,9 @@ def metastore_conf(cluster: ClusterSettings) -> dict[str, str]:
         "hive.metastore.schema.verification": "false",
         "hive.metastore.warehouse.dir": str(cluster.warehouse),
         "hive.metastore.event.db.notification.api.auth": "false",
+        INCOMPATIBLE_COLUMN_CHANGES.removeprefix(
+            "spark.hadoop."
+        ): "false",  # see iceberg_catalog_conf
     }
 
 

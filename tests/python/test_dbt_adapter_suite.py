@@ -138,15 +138,7 @@ class TestEmpty(BaseEmpty):
 
 
 class TestEmptyFlag(BaseTestEmpty):
-    @pytest.mark.xfail(
-        strict=True,
-        reason="a view re-created by `create or replace view` keeps serving its first SQL: "
-        "Iceberg's SparkSessionCatalog replaces its own view metadata but reads come through "
-        "the Hive metastore's view text, which the replace does not rewrite (apache/iceberg "
-        "#14557, fix proposed in apache/iceberg #15490); the `--empty` run replaces dbt's views",
-    )
-    def test_run_with_empty(self, project):
-        super().test_run_with_empty(project)
+    pass
 
 
 class TestEphemeral(BaseEphemeral):
@@ -269,13 +261,6 @@ values ('CA', 'Los Angeles', 'Los Angeles', date '2022-02-01');
 """
 
 
-SEED_NULL_AS_NONE = pytest.mark.xfail(
-    strict=True,
-    reason="dbt-spark's session method loads an empty seed value as the string 'None', not "
-    "null (dbt-adapters #487)",
-)
-
-
 class TestIncrementalUniqueKey(BaseIncrementalUniqueKey):
     @pytest.fixture(scope="class")
     def project_config_update(self):
@@ -288,24 +273,6 @@ class TestIncrementalUniqueKey(BaseIncrementalUniqueKey):
             "seed.csv": unique_key_seed_csv,
             "add_new_rows.sql": UNIQUE_KEY_ADD_NEW_ROWS_SQL,
         }
-
-    # The expected tables of these four hold the seed's empty `city` as null; dbt-spark's
-    # session method loads it as the string 'None' (dbt-adapters #487), so one row differs.
-    @SEED_NULL_AS_NONE
-    def test__one_unique_key(self, project):
-        super().test__one_unique_key(project)
-
-    @SEED_NULL_AS_NONE
-    def test__unary_unique_key_list(self, project):
-        super().test__unary_unique_key_list(project)
-
-    @SEED_NULL_AS_NONE
-    def test__duplicated_unary_unique_key_list(self, project):
-        super().test__duplicated_unary_unique_key_list(project)
-
-    @SEED_NULL_AS_NONE
-    def test__trinary_unique_key_list(self, project):
-        super().test__trinary_unique_key_list(project)
 
 
 class TestIncrementalPredicates(BaseIncrementalPredicates):
@@ -325,28 +292,6 @@ class TestIncrementalOnSchemaChange(BaseIncrementalOnSchemaChange):
     @pytest.fixture(scope="class")
     def project_config_update(self):
         return {"models": {"+incremental_strategy": "merge", "+unique_key": "id"}}
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason="sync_all_columns raises for Iceberg in dbt-spark (dbt-adapters #467); "
-        "project issue #15 brings schema evolution",
-    )
-    def test_run_incremental_sync_all_columns(self, project):
-        super().test_run_incremental_sync_all_columns(project)
-
-    def test_run_incremental_append_new_columns(self, project):
-        # dbt's test goes on to remove a column: that step is the xfail below (dbt-spark's own
-        # suite leaves it out on Delta for the same reason)
-        self.run_incremental_append_new_columns(project)
-
-    @pytest.mark.xfail(
-        strict=True,
-        reason="dbt-spark's merge writes `insert *`, which needs every target column: a column "
-        "the model no longer selects cannot be resolved (UNRESOLVED_COLUMN); project issue #15 "
-        "brings schema evolution",
-    )
-    def test_run_incremental_append_new_columns_remove_one(self, project):
-        self.run_incremental_append_new_columns_remove_one(project)
 
 
 class TestMergeExcludeColumns(BaseMergeExcludeColumns):
@@ -482,17 +427,6 @@ snapshots:
 """
 
 
-# dbt's deletion record copies the deleted row's columns only where it finds them among the
-# snapshot's columns; on dbt-spark it finds none, so the record has null id and data
-# (dbt-core #11949; dbt-databricks fixed its copy in dbt-databricks #1244)
-DELETION_RECORD_WITHOUT_DATA = pytest.mark.xfail(
-    strict=True,
-    reason="hard_deletes: new_record writes a deletion record with null source columns on "
-    "dbt-spark (dbt-core #11949)",
-)
-
-
-@DELETION_RECORD_WITHOUT_DATA
 class TestSnapshotNewRecordTimestampMode(BaseSnapshotNewRecordTimestampMode):
     @pytest.fixture(scope="class")
     def snapshots(self):
@@ -526,7 +460,6 @@ class TestSnapshotNewRecordTimestampMode(BaseSnapshotNewRecordTimestampMode):
         return NEW_RECORD_REINSERT_SQL
 
 
-@DELETION_RECORD_WITHOUT_DATA
 class TestSnapshotNewRecordDbtValidToCurrent(BaseSnapshotNewRecordDbtValidToCurrent):
     @pytest.fixture(scope="class")
     def snapshots(self):

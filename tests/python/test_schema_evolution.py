@@ -2,7 +2,9 @@
 with the real project's configuration and macros: a column added upstream reaches the table
 through on_schema_change; a rename and a widening are metadata migrations
 (run-operations); a drop is refused while something uses the column; every change leaves the
-data files alone, and older snapshots still read with their own schema.
+data files alone, and older snapshots still read with their own schema. A model with
+on_schema_change sync_all_columns adds, drops and widens by itself, and a type change Iceberg
+cannot make in place fails before the table is touched.
 
 The model's version is var `v`: 1 the first schema; 2 adds `network`; 3 selects `os` as
 `os_name` and `watch_ms` as bigint (after the migrations); 4 no longer selects `network`.
@@ -37,12 +39,28 @@ select id, network from {{ ref('events') }}
 """
 
 
+# on_schema_change sync_all_columns, version var `s`: 2 widens `amount`, drops `dropped_later`
+# and adds `added`; 3 turns `code` from int into string, which Iceberg cannot do in place
+SYNCED_TABLE = "scratch_schema.synced"
+SYNCED = """
+{{ config(schema='scratch_schema', on_schema_change='sync_all_columns') }}
+{%- set s = var('s', 1) %}
+select
+    id,
+    cast(id * 10 as {{ 'bigint' if s >= 2 else 'int' }}) as amount,
+    {% if s == 1 %}concat('old', id) as dropped_later,{% endif %}
+    {% if s >= 2 %}concat('new', id) as added,{% endif %}
+    cast(id as {{ 'string' if s >= 3 else 'int' }}) as code
+from range({{ var('first') }}, {{ var('first') }} + 3)
+"""
+
+
 class Scratch:
     def __init__(self, project, dbt, spark) -> None:
         self.project, self._dbt, self.spark = project, dbt, spark
 
-    def dbt(self, *args: str, v: int, first: int = 0, expect_success: bool = True):
-        variables = json.dumps({"v": v, "first": first})
+    def dbt(self, *args: str, v: int, first: int = 0, expect_success: bool = True, **extra):
+        variables = json.dumps({"v": v, "first": first, **extra})
         return self._dbt(
             [*args, "--project-dir", str(self.project), "--vars", variables],
             expect_success=expect_success,
@@ -72,8 +90,10 @@ class Scratch:
 @pytest.fixture(scope="module")
 def scratch(dbt, spark, tmp_path_factory) -> Scratch:
     root = tmp_path_factory.mktemp("schema_evolution")
-    project = write_scratch_project(root, {"events.sql": EVENTS, "uses_network.sql": USES_NETWORK})
+    models = {"events.sql": EVENTS, "uses_network.sql": USES_NETWORK, "synced.sql": SYNCED}
+    project = write_scratch_project(root, models)
     spark.sql(f"drop table if exists {TABLE} purge")
+    spark.sql(f"drop table if exists {SYNCED_TABLE} purge")
     made = Scratch(project, dbt, spark)
     made.run(v=1, first=0)
     return made
@@ -131,3 +151,34 @@ def test_a_dropped_column_stays_readable_in_older_snapshots(scratch):
     assert scratch.spark.sql(f"select count(*) from {TABLE}").first()[0] == 20
     old = scratch.spark.sql(f"select network from {TABLE} version as of {before} where id = 12")
     assert old.first().network == "net12"
+
+
+def test_sync_all_columns_adds_drops_and_widens_in_place(scratch):
+    def run_synced(s: int, first: int, expect_success: bool = True):
+        return scratch.dbt(
+            "run", "--select", "synced", v=4, first=first, s=s, expect_success=expect_success
+        )
+
+    def schema() -> dict[str, str]:
+        return {f.name: f.dataType.simpleString() for f in scratch.spark.table(SYNCED_TABLE).schema}
+
+    def files() -> set[str]:
+        query = f"select file_path from {SYNCED_TABLE}.data_files"
+        return {r[0] for r in scratch.spark.sql(query).collect()}
+
+    run_synced(s=1, first=0)
+    assert schema() == {"id": "bigint", "amount": "int", "dropped_later": "string", "code": "int"}
+    before = files()
+    run_synced(s=2, first=3)
+    assert schema() == {"id": "bigint", "amount": "bigint", "added": "string", "code": "int"}
+    assert before <= files()  # the first rows' files were not rewritten
+    rows = scratch.spark.sql(f"select id, amount, added from {SYNCED_TABLE} order by id").collect()
+    assert [tuple(r) for r in rows] == [
+        (i, i * 10, f"new{i}" if i >= 3 else None) for i in range(6)
+    ]
+
+    failed = run_synced(s=3, first=6, expect_success=False)
+    assert not failed.success
+    assert "the model now produces string where the table has int" in failed.log
+    assert "nothing was changed" in failed.log
+    assert schema()["code"] == "int" and scratch.spark.table(SYNCED_TABLE).count() == 6

@@ -1,0 +1,39 @@
+{#- Project override of dbt-spark's seed load. dbt-spark passes each cell as a binding, and its
+    `session` method formats every binding as '<value>': an empty cell became the string
+    'None' instead of null (dbt-adapters #487), a quote in a cell broke the statement and
+    large integers went through a float. Here each cell is written as a SQL literal: empty
+    cells null, numbers as written, text escaped, dates and times as text cast to the column's
+    type. The same SQL runs on every target. -#}
+{% macro spark__load_csv_rows(model, agate_table) %}
+    {%- set column_override = model['config'].get('column_types', {}) -%}
+    {%- set types = [] -%}
+    {%- for name in agate_table.column_names -%}
+        {%- do types.append(column_override.get(name, adapter.convert_type(agate_table, loop.index0))) -%}
+    {%- endfor -%}
+    {%- set statements = [] -%}
+    {%- for chunk in agate_table.rows | batch(get_batch_size()) -%}
+        {%- set sql -%}
+            insert into {{ this.render() }} values
+            {% for row in chunk -%}
+                ({%- for value in row -%}
+                    cast({{ _seed_literal(value) }} as {{ types[loop.index0] }}){{ ', ' if not loop.last }}
+                {%- endfor -%}){{ ',' if not loop.last }}
+            {% endfor %}
+        {%- endset -%}
+        {%- do adapter.add_query(sql, abridge_sql_log=True) -%}
+        {%- if loop.first -%}{%- do statements.append(sql) -%}{%- endif -%}
+    {%- endfor -%}
+    {#- the SQL dbt renders into the compiled files -#}
+    {{ return(statements[0] if statements else '') }}
+{% endmacro %}
+
+{#- One seed cell (as agate parsed it) as a Spark SQL literal. -#}
+{% macro _seed_literal(value) %}
+    {%- if value is none -%}{{ return('null') }}
+    {%- elif value is boolean -%}{{ return(value | string | lower) }}
+    {%- elif value is number -%}{{ return(value | string) }}
+    {%- endif -%}
+    {%- set text = value.isoformat(' ') if value is not string and value.isoformat is defined and value.hour is defined
+        else (value.isoformat() if value is not string and value.isoformat is defined else value | string) -%}
+    {{ return("'" ~ (text | replace('\\', '\\\\') | replace("'", "\\'")) ~ "'") }}
+{% endmacro %}
