@@ -21,9 +21,11 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from itertools import takewhile
 from pathlib import Path
 
 import pytest
+from scratch_project import write_scratch_project
 from test_warehouse import SCALE, TABLES, land
 
 from scripts.cluster import (
@@ -292,6 +294,68 @@ def test_time_travel_through_the_cluster(local, cluster, cluster_build):
         f"select snapshot_id, operation from {name}.snapshots order by committed_at desc limit 1",
     )[0]
     assert latest[0] != before and latest[1] in {"delete", "overwrite"}
+
+
+# dbt features plain dbt-spark fails on Iceberg (docs/dbt-on-iceberg.md), through the Thrift
+# server: a view whose SQL changed, an empty seed cell, sync_all_columns with a merge, a
+# new_record snapshot of a deleted row. Round 2 changes each.
+FEATURES = {
+    "features_view.sql": """
+{{ config(schema='scratch_features', materialized='view') }}
+select {{ var('round') }} as round
+""",
+    "features_synced.sql": """
+{{ config(schema='scratch_features', unique_key='id', incremental_strategy='merge',
+          on_schema_change='sync_all_columns') }}
+{% if var('round') == 1 %}
+select 1 as id, cast(10 as int) as amount, 'x' as dropped
+{% else %}
+select 1 as id, cast(20 as bigint) as amount, 'y' as added
+union all select 2 as id, cast(30 as bigint) as amount, 'z' as added
+{% endif %}
+""",
+    "features_source.sql": """
+{{ config(schema='scratch_features', materialized='table') }}
+select 1 as id, 'kept' as name
+{% if var('round') == 1 %}union all select 2 as id, 'deleted later' as name{% endif %}
+""",
+}
+FEATURES_SNAPSHOT = """
+{% snapshot features_history %}
+{{ config(schema='scratch_features', unique_key='id', strategy='check', check_cols=['name'],
+          hard_deletes='new_record') }}
+select * from {{ ref('features_source') }}
+{% endsnapshot %}
+"""
+
+
+def test_dbt_features_fixed_on_iceberg_work_through_the_cluster(cluster, cluster_build, tmp_path):
+    project = write_scratch_project(tmp_path, FEATURES, {"features_history.sql": FEATURES_SNAPSHOT})
+    (project / "seeds").mkdir()
+    (project / "seeds/features_seed.csv").write_text("id,city\n1,Paris\n2,\n")
+    seed_config = "{schema: scratch_features, file_format: iceberg}"
+    (project / "seeds/_seeds.yml").write_text(
+        f"seeds:\n  - name: features_seed\n    config: {seed_config}\n"
+    )
+    for round_ in (1, 2):
+        variables = json.dumps({"round": round_})
+        run = on_cluster(
+            cluster, tmp_path, "build", "--project-dir", str(project), "--vars", variables
+        )
+        assert run.returncode == 0, run.output[-3000:]
+    schema = "scratch_features"
+    assert thrift_query(cluster, f"select round from {schema}.features_view") == [(2,)]
+    seed = thrift_query(cluster, f"select id, city from {schema}.features_seed order by id")
+    assert seed == [(1, "Paris"), (2, None)]
+    described = thrift_query(cluster, f"describe table {schema}.features_synced")
+    columns = [tuple(row[:2]) for row in takewhile(lambda row: row[0], described)]
+    assert columns == [("id", "int"), ("amount", "bigint"), ("added", "string")]
+    synced = thrift_query(cluster, f"select * from {schema}.features_synced order by id")
+    assert synced == [(1, 20, "y"), (2, 30, "z")]
+    deleted = thrift_query(
+        cluster, f"select id, name from {schema}.features_history where dbt_is_deleted = 'True'"
+    )
+    assert deleted == [(2, "deleted later")]
 
 
 def test_stop_leaves_no_process_and_no_port(cluster):
