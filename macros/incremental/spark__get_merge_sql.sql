@@ -41,12 +41,18 @@
     {%- if delete_when %}
     when matched and ({{ delete_when }}) then delete
     {%- endif %}
+    {%- if names %}
     when matched then update set
         {%- for name in update_columns %}
         {{ name }} = DBT_INTERNAL_SOURCE.{{ name }}{{ ',' if not loop.last }}
         {%- endfor %}
     when not matched{{ ' and not (' ~ delete_when ~ ')' if delete_when }} then insert ({{ names | join(', ') }})
     values ({% for name in names %}DBT_INTERNAL_SOURCE.{{ name }}{{ ', ' if not loop.last }}{% endfor %})
+    {%- else %}
+    {#- no column known (relations not built yet, e.g. `dbt compile`): dbt-spark's forms #}
+    when matched then update set *
+    when not matched{{ ' and not (' ~ delete_when ~ ')' if delete_when }} then insert *
+    {%- endif %}
 {% endmacro %}
 
 {#- The incoming columns the target has, in the incoming order (a column new to the model is

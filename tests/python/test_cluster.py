@@ -297,8 +297,9 @@ def test_time_travel_through_the_cluster(local, cluster, cluster_build):
 
 
 # dbt features plain dbt-spark fails on Iceberg (docs/dbt-on-iceberg.md), through the Thrift
-# server: a view whose SQL changed, an empty seed cell, sync_all_columns with a merge, a
-# new_record snapshot of a deleted row. Round 2 changes each.
+# server: a view whose SQL changed, an empty seed cell, sync_all_columns with a merge, a merge
+# model that stops selecting a column, a new_record snapshot of a deleted row. Round 2 changes
+# each.
 FEATURES = {
     "features_view.sql": """
 {{ config(schema='scratch_features', materialized='view') }}
@@ -313,6 +314,12 @@ select 1 as id, cast(10 as int) as amount, 'x' as dropped
 select 1 as id, cast(20 as bigint) as amount, 'y' as added
 union all select 2 as id, cast(30 as bigint) as amount, 'z' as added
 {% endif %}
+""",
+    # append_new_columns keeps a column the model stops selecting: the merge must name its columns
+    "features_appended.sql": """
+{{ config(schema='scratch_features', unique_key='id', incremental_strategy='merge') }}
+select {{ var('round') }} as id, 'note {{ var('round') }}' as note
+{% if var('round') == 1 %}, 'only in round 1' as dropped_from_model{% endif %}
 """,
     "features_source.sql": """
 {{ config(schema='scratch_features', materialized='table') }}
@@ -352,6 +359,8 @@ def test_dbt_features_fixed_on_iceberg_work_through_the_cluster(cluster, cluster
     assert columns == [("id", "int"), ("amount", "bigint"), ("added", "string")]
     synced = thrift_query(cluster, f"select * from {schema}.features_synced order by id")
     assert synced == [(1, 20, "y"), (2, 30, "z")]
+    appended = thrift_query(cluster, f"select * from {schema}.features_appended order by id")
+    assert appended == [(1, "note 1", "only in round 1"), (2, "note 2", None)]
     deleted = thrift_query(
         cluster, f"select id, name from {schema}.features_history where dbt_is_deleted = 'True'"
     )
