@@ -99,6 +99,10 @@ def iceberg_catalog_conf(catalog: str = "spark_catalog") -> dict[str, str]:
         # query reads them, never served from a cached listing: new files must be visible,
         # and a `refresh table` would list every landed file on every run.
         "spark.sql.filesourceTableRelationCacheSize": "0",
+        # A scheduled run repeats the same few hundred statements; Spark's cache of compiled
+        # query code holds 100 by default, so each run compiled them all again (Janino, then
+        # the JIT). 2,000 keeps a session's repeated runs compiled: 6% off a build here.
+        "spark.sql.codegen.cache.maxEntries": "2000",
     }
 
 

@@ -1,90 +1,65 @@
 {{ config(partition_by=['source_table']) }}
+{{ depends_on_landed_sources() }}
 
-{#- Every landed record that did not make it into DWD, with the reason. Together with the
-    DWD tables this accounts for every ODS row: landed = accepted + rejected. Each source
-    has its own load-id watermark. -#}
-{%- set window = new_events_window(
-    ref('ods_client__events'), target_filter="source_table = 'client_events'"
-) %}
+{#- Every landed record that did not make it into DWD, with the reason, for every declared
+    landing source (declared_landed_sources: a source added in yml is covered here without
+    an edit). Together with the DWD tables this accounts for every ODS row: landed =
+    accepted + rejected (assert_every_landed_line_is_placed). Each source has its own
+    load-id watermark. -#}
+{%- set sources = declared_landed_sources() %}
+{%- set columns = [
+    'reject_reason', 'kafka_partition', 'kafka_offset', 'raw_record',
+    '_source_file', '_source_line', '_batch_id', '_load_id', '_loaded_at',
+] %}
 
-with accepted_in_window as (
-    -- an earlier copy of a new event can only lie in the days a new event can have
-    select * from {{ ref('dwd_client__events') }}
-    where {{ in_events_window(window) }}
-),
+with
+{%- for landed in sources %}
+    {%- set this_source = "source_table = '" ~ landed.source_table ~ "'" %}
 
-client_events_new as (
-    select * from {{ ref('dwd_client__events_checked') }}
-    where {{ loaded_since_last_run(target_filter="source_table = 'client_events'") }}
-),
+    {{ landed.source_table }}_new as (
+        select * from {{ ref(landed.typed) }}
+        where {{ loaded_since_last_run(target_filter=this_source) }}
+    ),
+    {%- if landed.accepted_in %}
+        {%- set window = new_events_window(ref(landed.ods), target_filter=this_source) %}
 
-appdb_users_new as (
-    select * from {{ ref('dwd_appdb__user_changes_checked') }}
-    where {{ loaded_since_last_run(target_filter="source_table = 'appdb_users'") }}
-),
-
-appdb_videos_new as (
-    select * from {{ ref('dwd_appdb__video_changes_checked') }}
-    where {{ loaded_since_last_run(target_filter="source_table = 'appdb_videos'") }}
-),
-
-resent_events as (
-    -- valid, but another delivery of an event already in the detail table (another line:
-    -- the accepted line itself is in the detail table)
-    select
-        client_events_new.*,
-        'duplicate_event_id' as duplicate_reason
-    from client_events_new
-    inner join accepted_in_window as accepted
-        on client_events_new.event_id = accepted.event_id
-    where
-        client_events_new.reject_reason is null
-        and not (
-            client_events_new._source_file = accepted._source_file
-            and client_events_new._source_line = accepted._source_line
-        )
-),
+        {{ landed.source_table }}_resent as (
+            -- valid, but another delivery of a record already accepted (another line: the accepted
+            -- line itself is in {{ landed.accepted_in }}); an earlier copy of a new event can only
+            -- lie in the days a new event can have
+            select
+                incoming.*,
+                'duplicate_{{ landed.unique_key }}' as duplicate_reason
+            from {{ landed.source_table }}_new as incoming
+            inner join {{ ref(landed.accepted_in) }} as accepted
+                on incoming.{{ landed.unique_key }} = accepted.{{ landed.unique_key }}
+            where
+                {{ in_events_window(window, 'accepted.event_at') }}
+                and incoming.reject_reason is null
+                and not (
+                    incoming._source_file = accepted._source_file
+                    and incoming._source_line = accepted._source_line
+                )
+        ),
+    {%- endif %}
+{%- endfor %}
 
 rejected as (
-    {% for source_table in ['client_events', 'appdb_users', 'appdb_videos'] %}
-        select
-            '{{ source_table }}' as source_table,
-            reject_reason,
-            kafka_partition,
-            kafka_offset,
-            raw_record,
-            _source_file,
-            _source_line,
-            _batch_id,
-            _load_id,
-            _loaded_at
-        from {{ source_table }}_new
+    {%- for landed in sources %}
+        select '{{ landed.source_table }}' as source_table, {{ columns | join(', ') }}
+        from {{ landed.source_table }}_new
         where reject_reason is not null
-        union all
-    {% endfor %}
-    select
-        'client_events' as source_table,
-        duplicate_reason as reject_reason,
-        kafka_partition,
-        kafka_offset,
-        raw_record,
-        _source_file,
-        _source_line,
-        _batch_id,
-        _load_id,
-        _loaded_at
-    from resent_events
+        {%- if landed.accepted_in %}
+            union all
+            select
+                '{{ landed.source_table }}' as source_table,
+                duplicate_reason as reject_reason,
+                {{ columns[1:] | join(', ') }}
+            from {{ landed.source_table }}_resent
+        {%- endif %}
+        {{ 'union all' if not loop.last }}
+    {%- endfor %}
 )
 
-select
-    source_table,
-    reject_reason,
-    kafka_partition,
-    kafka_offset,
-    raw_record,
-    _source_file,
-    _source_line,
-    _batch_id,
-    _load_id,
-    _loaded_at
+select source_table, {{ columns | join(', ') }}
 from rejected

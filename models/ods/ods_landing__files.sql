@@ -1,4 +1,5 @@
 {{ config(materialized='view') }}
+{{ depends_on_landed_sources() }}
 
 {#- The load ledger, readable: every file in the landing zone and every file ODS loaded, one
     row each, with its state:
@@ -9,35 +10,31 @@
       changed_after_load  the file's size or time differs from what ODS loaded (never reloaded);
       gone_after_load     loaded, no longer in the landing zone (retention).
     A view: it reads the landing listing and ODS when queried, nothing is stored. -#}
-{%- set sources = [
-    ['client_events', 'client', 'events', 'ods_client__events'],
-    ['appdb_users', 'appdb', 'user_changes', 'ods_appdb__user_changes'],
-    ['appdb_videos', 'appdb', 'video_changes', 'ods_appdb__video_changes'],
-] %}
+{%- set sources = declared_landed_sources() %}
 
 with listed as (
-    {%- for source_table, source_name, table_name, model in sources %}
+    {%- for landed in sources %}
         select
-            '{{ source_table }}' as source_table,
+            '{{ landed.source_table }}' as source_table,
             path as file_path,
             length as file_size,
             modificationtime as file_modified_at
-        from {{ source(source_name, table_name ~ '_files') }}
+        from {{ source(landed.source_name, landed.listing) }}
         {{ 'union all' if not loop.last }}
     {%- endfor %}
 ),
 
 loaded as (
-    {%- for source_table, source_name, table_name, model in sources %}
+    {%- for landed in sources %}
         select
-            '{{ source_table }}' as source_table,
+            '{{ landed.source_table }}' as source_table,
             _source_file as file_path,
             min(_file_size) as file_size,
             min(_file_modified_at) as file_modified_at,
             min(_batch_id) as batch_id,
             min(_load_id) as load_id,
             count(*) as line_count
-        from {{ ref(model) }}
+        from {{ ref(landed.ods) }}
         group by _source_file
         {{ 'union all' if not loop.last }}
     {%- endfor %}

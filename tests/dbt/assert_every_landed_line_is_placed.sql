@@ -1,0 +1,63 @@
+{{ depends_on_landed_sources() }}
+-- depends_on: {{ ref('dwd_quarantine__rejected_records') }}
+
+{#- Landed = accepted + rejected, line by line, for every declared landing source
+    (declared_landed_sources: a source added in yml is checked here without an edit). Each
+    ODS line is placed exactly once: among its source's accepted lines (the `accepted_in`
+    table, else the typed model's valid lines) or in the quarantine with a reason. Returns
+    every line that is not, with how many places hold it (0: it vanished; 2: it is doubled;
+    not landed: a row from nowhere). ODS itself is reconciled with the landing files by the
+    Python tests. -#}
+{%- set sources = declared_landed_sources() %}
+
+with
+{%- for landed in sources %}
+
+    {{ landed.source_table }}_placed as (
+        {%- if landed.accepted_in %}
+            select
+                _source_file,
+                _source_line
+            from {{ ref(landed.accepted_in) }}
+        {%- else %}
+            select
+                _source_file,
+                _source_line
+            from {{ ref(landed.typed) }}
+            where reject_reason is null
+        {%- endif %}
+        union all
+        select
+            _source_file,
+            _source_line
+        from {{ ref('dwd_quarantine__rejected_records') }}
+        where source_table = '{{ landed.source_table }}'
+    ),
+
+    {{ landed.source_table }}_placements as (
+        select
+            _source_file,
+            _source_line,
+            count(*) as placements
+        from {{ landed.source_table }}_placed
+        group by _source_file, _source_line
+    ),
+
+    {{ landed.source_table }}_unplaced as (
+        select
+            '{{ landed.source_table }}' as source_table,
+            coalesce(ods._source_file, placed._source_file) as _source_file,
+            coalesce(ods._source_line, placed._source_line) as _source_line,
+            ods._source_line is not null as is_landed,
+            coalesce(placed.placements, 0) as placements
+        from {{ ref(landed.ods) }} as ods
+        full outer join {{ landed.source_table }}_placements as placed
+            on ods._source_file = placed._source_file and ods._source_line = placed._source_line
+        where ods._source_line is null or coalesce(placed.placements, 0) != 1
+    ){{ ',' if not loop.last }}
+{%- endfor %}
+
+{% for landed in sources %}
+    select * from {{ landed.source_table }}_unplaced
+    {{ 'union all' if not loop.last }}
+{%- endfor %}

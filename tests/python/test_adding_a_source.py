@@ -1,0 +1,210 @@
+"""docs/adding-a-source.md, followed literally: every code block of the page whose first line
+names a file is written into a scratch copy of the project (a block that says `add to:` is
+inserted into that file), two batches of a new `forum.comment_changes` changelog are landed
+(inserts, an update, a delete, a malformed line, a line without its key) and the scratch
+project is built after each, under its own schemas (var schema_prefix). The expectations are
+computed here from the landed lines, not by the models. When the page goes stale, this fails.
+Two builds: the scratch project's own warehouse, beside the others in this test run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from scripts.landing import LandingZone
+from scripts.spark_config import PROJECT_DIR
+
+PAGE = PROJECT_DIR / "docs" / "adding-a-source.md"
+PREFIX = "newsrc_"
+FOLDER = "forum_comments"
+VARS = {"schema_prefix": PREFIX}
+DERIVED_CHECKS = ("declared_landing_source", "known_reject_reason")  # the quarantine's tests
+# the page's models and everything upstream of the quarantine and its checks
+BUILD = [
+    "--select", "+dim_comments", "+dwd_quarantine__rejected_records+",
+    "+ods_landing__files+", "+ods_landing__undeclared_fields+",
+    "--indirect-selection", "cautious",  # tests whose parents are all built
+]  # fmt: skip
+BLOCK = re.compile(r"^```[a-z]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+FILE_MARKER = re.compile(r"^(?:#|--) (file|add to): (\S+)\n")
+
+
+def copy_project(root: Path) -> Path:
+    root.mkdir(parents=True)
+    for name in ("dbt_project.yml", "selectors.yml"):
+        shutil.copy(PROJECT_DIR / name, root / name)
+    for folder in ("models", "macros", "snapshots", "tests/dbt"):
+        shutil.copytree(PROJECT_DIR / folder, root / folder)
+    return root
+
+
+def apply_page(project: Path, page: str) -> list[str]:
+    """Write the page's file blocks into `project`; returns the files written or edited."""
+    touched = []
+    for block in BLOCK.findall(page):
+        marker = FILE_MARKER.match(block)
+        if not marker:
+            continue
+        kind, path = marker.groups()
+        text, target = block[marker.end() :], project / path
+        if kind == "file":
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+        else:  # inserted above the macro's `return`
+            source = target.read_text()
+            anchor = source.index("    {{ return(models) }}")
+            target.write_text(source[:anchor] + text + source[anchor:])
+        touched.append(path)
+    return touched
+
+
+def change(op: str, comment_id: int | None, lsn: int, offset: int, body: str = "") -> str:
+    record = {
+        "op": op,
+        "video_id": 7,
+        "body": body,
+        "created_at": "2026-01-01T10:00:00Z",
+        "_source_lsn": lsn,
+        "_source_committed_at": "2026-01-01T10:00:00Z",
+        "_kafka_partition": 0,
+        "_kafka_offset": offset,
+    }
+    if comment_id is not None:
+        record["comment_id"] = comment_id
+    return json.dumps(record)
+
+
+BATCHES = {
+    1: [
+        change("+I", 1, 10, 1, "first"),
+        change("+I", 2, 11, 2, "second"),
+        change("+I", 3, 12, 3, "third"),
+        '{"op": "+I", "comment_id": 4, "body": "cut off',  # malformed: unparseable_record
+        change("+I", None, 13, 5, "no key"),  # missing_key
+    ],
+    2: [
+        change("-U", 2, 20, 6, "second"),
+        change("+U", 2, 21, 7, "second, edited")[:-1] + ', "edited_by": 42}',  # undeclared
+        change("-D", 3, 22, 8),
+    ],
+}
+EXPECTED_LIVE = {1: "first", 2: "second, edited"}  # 3 deleted; 4 and the keyless never valid
+EXPECTED_REJECTS = {BATCHES[1][3]: "unparseable_record", BATCHES[1][4]: "missing_key"}
+
+
+class Scratch:
+    def __init__(self, root: Path, dbt, spark) -> None:
+        self.root, self._dbt, self.spark = root, dbt, spark
+        self.project = copy_project(root / "project")
+        self.touched = apply_page(self.project, PAGE.read_text())
+        self.landing = LandingZone(root / "landing")
+        (root / "landing").mkdir(exist_ok=True)
+
+    def land(self, batch: int) -> None:
+        folder = self.landing.batch_folder(FOLDER, batch)
+        self.landing.write_file(folder, "part-00000.json", "\n".join(BATCHES[batch]) + "\n")
+        self.landing.mark_complete(folder)
+
+    def dbt(self, *args: str, expect_success: bool = True):
+        return self._dbt(
+            [*args, "--project-dir", str(self.project), "--vars", json.dumps(VARS)],
+            expect_success=expect_success,
+            landing=self.root / "landing",
+        )
+
+    def rows(self, sql: str) -> list:
+        return self.spark.sql(sql).collect()
+
+
+@pytest.fixture(scope="module")
+def scratch(dbt, spark, tmp_path_factory) -> dict:
+    built = Scratch(tmp_path_factory.mktemp("new_source"), dbt, spark)
+    built.land(1)
+    first = built.dbt("build", *BUILD)
+    built.land(2)  # the second build reads batch 1 again from the landing zone
+    second = built.dbt("build", *BUILD)
+    return {"built": built, "runs": [first, second]}
+
+
+def test_the_page_names_every_file_a_source_needs(scratch):
+    assert scratch["built"].touched == [
+        "models/ods/forum/_forum__sources.yml",
+        "models/ods/forum/ods_forum__comment_changes.sql",
+        "models/dwd/dimensions/dwd_forum__comment_changes_checked.sql",
+        "models/dwd/dimensions/dim_comments__state.sql",
+        "models/dwd/dimensions/dim_comments.sql",
+        "macros/landing/landed_sources.sql",
+    ]
+
+
+def test_every_landed_line_is_in_ods_exactly_once(scratch):
+    built = scratch["built"]
+    landed = [line for batch in BATCHES.values() for line in batch]
+    rows = built.rows(f"select _raw_line from {PREFIX}ods.ods_forum__comment_changes")
+    assert sorted(r[0] for r in rows) == sorted(landed)  # batch 1 not loaded again
+
+
+def test_bad_lines_are_quarantined_with_their_reason(scratch):
+    rows = scratch["built"].rows(
+        f"select raw_record, reject_reason from {PREFIX}dwd.dwd_quarantine__rejected_records"
+        f" where source_table = '{FOLDER}'"
+    )
+    assert {r[0]: r[1] for r in rows} == EXPECTED_REJECTS
+    assert len(rows) == len(EXPECTED_REJECTS)
+
+
+def test_the_reconciliation_and_quarantine_tests_ran_on_the_new_source(scratch):
+    for run in scratch["runs"]:
+        statuses = {r.node.name: r.status for r in run.result.results}
+        assert statuses["assert_every_landed_line_is_placed"] == "pass", statuses
+        checks = [name for name in statuses if name.startswith(DERIVED_CHECKS)]
+        assert len(checks) == 2 and all(statuses[name] == "pass" for name in checks), statuses
+
+
+def test_the_load_ledger_and_the_undeclared_fields_cover_the_new_source(scratch):
+    built = scratch["built"]
+    files = built.rows(
+        f"select file_state, line_count from {PREFIX}ods.ods_landing__files"
+        f" where source_table = '{FOLDER}'"
+    )
+    assert sorted(map(tuple, files)) == sorted(("loaded", len(lines)) for lines in BATCHES.values())
+    fields = built.rows(
+        f"select field_name, line_count from {PREFIX}ods.ods_landing__undeclared_fields"
+        f" where source_table = '{FOLDER}'"
+    )
+    assert [tuple(r) for r in fields] == [("edited_by", 1)]
+
+
+def test_updates_and_deletes_are_applied(scratch):
+    rows = scratch["built"].rows(f"select comment_id, body from {PREFIX}dwd.dim_comments")
+    assert {r[0]: r[1] for r in rows} == EXPECTED_LIVE
+
+
+def test_the_new_tables_get_the_folders_properties(scratch):
+    properties = {
+        r[0]: r[1]
+        for r in scratch["built"].rows(f"show tblproperties {PREFIX}dwd.dim_comments__state")
+    }
+    assert properties["format-version"] == "2"
+    assert properties["write.merge.mode"] == "merge-on-read"
+
+
+def test_a_source_left_out_of_the_parser_list_stops_the_run_naming_the_line(
+    dbt, spark, tmp_path_factory
+):
+    """Without the page's one-line addition to landed_source_models(), the quarantine does not
+    compile: the new source's lines can never vanish from it unnoticed."""
+    scratch = Scratch(tmp_path_factory.mktemp("new_source_unlisted"), dbt, spark)
+    registry = scratch.project / "macros/landing/landed_sources.sql"
+    registry.write_text((PROJECT_DIR / "macros/landing/landed_sources.sql").read_text())
+    run = scratch.dbt(
+        "compile", "--select", "dwd_quarantine__rejected_records", expect_success=False
+    )
+    assert not run.success
+    expected = "landing source forum.comment_changes: add 'ods_forum__comment_changes'"
+    assert f"{expected} to landed_source_models()" in run.log
