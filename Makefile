@@ -21,8 +21,8 @@ lint: $(STAMP)
 $(STAMP): pyproject.toml
 	@echo "==> creating $(VENV) and installing pinned dependencies (first run: a few minutes)"
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	@# editable_mode=compat puts the project folder on sys.path, where dbt finds its plugin
-	@# dbt_lakehouse (dbt-core lists top-level modules; the default editable mode hides them).
+	@# editable_mode=compat puts the project folder on sys.path, where dbt finds the project's
+	@# adapter dbt/adapters/lakehouse (dbt.adapters gathers its subpackages from sys.path).
 	@$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
 		--config-settings editable_mode=compat -e '.[dev]' > $(VENV)/install.log 2>&1 \
 		|| (tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1)

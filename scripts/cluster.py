@@ -127,15 +127,14 @@ def thrift_query(cluster: ClusterSettings, sql: str) -> list[tuple[Any, ...]]:
     """Run one statement through the Thrift server (what dbt's thrift method does)."""
     from pyhive import hive
 
-    from scripts.pyhive_compat import patch_pyhive
+    from scripts.pyhive_results import fetchall
 
-    patch_pyhive()
     user = getpass.getuser()
     connection = hive.connect(host=cluster.host, port=cluster.thrift_port, username=user)
     try:
         cursor = connection.cursor()
         cursor.execute(sql)
-        return list(cursor.fetchall()) if cursor.description else []
+        return fetchall(cursor) if cursor.description else []
     finally:
         connection.close()
 

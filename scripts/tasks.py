@@ -67,18 +67,12 @@ def run_dbt(target: str, args: list[str]) -> int:
     """Run dbt in this process, on the SparkSession dbt-spark's session method will reuse,
     or, for the cluster target, as a Thrift client of the cluster's Spark Thrift Server."""
     if target == "cluster":
-        from scripts.pyhive_compat import patch_pyhive
-
-        patch_pyhive()  # Spark 3.5's empty results break PyHive 0.7 (see the module)
         os.environ.update(cluster_dbt_env(ClusterSettings.from_env()))
     else:
         os.environ.update(dbt_env(target))
     os.chdir(PROJECT_DIR)
     from dbt.cli.main import dbtRunner
 
-    from scripts.dbt_try_execute import install
-
-    install()  # maintenance warns instead of failing a committed model (see the module)
     if target != "cluster":
         from scripts.session import get_spark
 

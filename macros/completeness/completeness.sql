@@ -6,8 +6,12 @@
       {'arrival_columns': ['ingested_at']}  complete through the newest arrival among its
                                             rows, minus var('completeness_allowance_hours')
                                             (an event arriving later than that is late)
-      {'upstreams': ['dwd_client__events']} complete through the oldest of its upstreams'
-                                            watermarks (it recomputes what they deliver)
+      {'upstreams': 'refs'}                 complete through the oldest watermark of the
+                                            models it reads that record one (it recomputes
+                                            what they deliver); none of them: not complete
+      {'upstreams': ['dwd_client__events']} the same over the named models, each of which it
+                                            must read (checked: a folder default cannot
+                                            stamp a model with a table it does not read)
     Several columns or upstreams: the minimum over them. -#}
 
 {#- Post-hook: stamp this model's watermark into its snapshot summary when it moved. Spark 3.5
@@ -22,7 +26,7 @@
             ~ completeness_allowance_hours() ~ ') as string) from ' ~ this).columns[0].values()[0] -%}
         {%- do candidates.append(newest) -%}
     {%- endfor -%}
-    {%- for upstream in spec.get('upstreams', []) -%}
+    {%- for upstream in completeness_upstreams(spec.get('upstreams', [])) -%}
         {%- do candidates.append(completeness_of(ref(upstream))) -%}
     {%- endfor -%}
     {%- if not candidates or none in candidates -%}
@@ -36,6 +40,24 @@
         ~ completeness_key() ~ "', '" ~ through ~ "', '" ~ (wap_active_branch() or 'main') ~ "') from values (1)") -%}
     {{ log(this ~ ": complete through " ~ through, info=true) }}
     {{ return('') }}
+{% endmacro %}
+
+{#- The models whose watermarks bound this model's: 'refs' = the models it reads that record
+    one; a list = those names, each checked to be a model it reads. -#}
+{% macro completeness_upstreams(upstreams) %}
+    {%- set parents = {} -%}
+    {%- for unique_id in model.depends_on.nodes if unique_id in graph.nodes -%}
+        {%- do parents.update({graph.nodes[unique_id].name: graph.nodes[unique_id]}) -%}
+    {%- endfor -%}
+    {%- if upstreams == 'refs' -%}
+        {{ return(parents.values() | selectattr('config.completeness') | map(attribute='name') | sort) }}
+    {%- endif -%}
+    {%- for name in upstreams if name not in parents -%}
+        {{ exceptions.raise_compiler_error(model.name ~ ": completeness upstream '" ~ name
+            ~ "' is not a model it reads (it reads " ~ (parents.keys() | sort | join(', ')) ~ "); use {upstreams: refs}"
+            ~ " or name the models it reads") }}
+    {%- endfor -%}
+    {{ return(upstreams) }}
 {% endmacro %}
 
 {% macro completeness_key() %}{{ return('lakehouse.complete-through') }}{% endmacro %}

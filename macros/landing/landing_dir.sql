@@ -8,8 +8,8 @@
     {%- if row[1] in ('', '<undefined>') -%}
         {{ exceptions.raise_compiler_error(
             "no landing folder: the Spark session lacks spark.lakehouse.landing_dir, so it was "
-            ~ "not started from scripts/spark_config.py. Run `make setup` (installs the "
-            ~ "project's dbt plugin) or set LAKEHOUSE_LANDING_DIR.") }}
+            ~ "not started from scripts/spark_config.py (profiles with `type: lakehouse` start it). Run "
+            ~ "`make setup` (installs the project's dbt adapter) or set LAKEHOUSE_LANDING_DIR.") }}
     {%- endif -%}
     {{ return(row[1]) }}
 {% endmacro %}

@@ -115,9 +115,6 @@ class Workload:
         `select` replaces the size's selection (SELECT)."""
         from dbt.cli.main import dbtRunner
 
-        from scripts.dbt_try_execute import install
-
-        install()  # as `lakehouse dbt` does
         outcome = DbtOutcome(success=False, seconds=0.0)
         pending: list[str] = []
 

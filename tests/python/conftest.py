@@ -53,9 +53,6 @@ def dbt(spark: SparkSession):
     """Run dbt in this process on the shared session: dbt(["build"]) -> DbtRun."""
     from dbt.cli.main import dbtRunner
 
-    from scripts.dbt_try_execute import install
-
-    install()  # as `lakehouse dbt` does: maintenance errors warn instead of failing
     os.environ.update(dbt_env("ci"))
     os.chdir(PROJECT_DIR)
 

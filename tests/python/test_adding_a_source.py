@@ -180,6 +180,14 @@ def test_the_load_ledger_and_the_undeclared_fields_cover_the_new_source(scratch)
     assert [tuple(r) for r in fields] == [("edited_by", 1)]
 
 
+def test_no_freshness_warning_for_sources_whose_listing_has_it(scratch):
+    """Freshness is the listing tables' (they have a loaded_at_field); declared on the whole
+    source it made every build warn for each text table."""
+    log = scratch["runs"][0].log
+    assert "Running with dbt" in log or "Found" in log  # the parse's messages are captured
+    assert "does not support metadata-based freshness" not in log
+
+
 def test_updates_and_deletes_are_applied(scratch):
     rows = scratch["built"].rows(f"select comment_id, body from {PREFIX}dwd.dim_comments")
     assert {r[0]: r[1] for r in rows} == EXPECTED_LIVE

@@ -89,7 +89,7 @@ def _dbt_test_caches_off_afterwards():
 def dbt_profile_target(spark):
     # `spark` first: dbt-spark's getOrCreate() must find the project's session
     return {
-        "type": "spark",
+        "type": "lakehouse",  # the project's adapter: dbt-spark subclassed
         "method": "session",
         "host": "localhost",
         "threads": 1,

@@ -193,3 +193,19 @@ def test_a_view_rerun_with_new_sql_serves_the_new_sql(spark, dbt, tmp_path):
     assert run(1) == ([(1, "v1")], False)
     assert run(1) == ([(1, "v1")], False)  # same SQL: replaced in place, never missing
     assert run(2) == ([(2, "v2")], True)
+
+
+def test_the_project_extends_dbt_spark_by_subclassing_it_not_by_patching(dbt):
+    """The `lakehouse` adapter (profiles' `type: lakehouse`) subclasses dbt-spark: after a dbt
+    run in this process, neither dbt-spark's adapter nor PyHive's Thrift client is changed."""
+    from dbt.adapters.spark.impl import SparkAdapter
+    from TCLIService import TCLIService
+
+    from dbt.adapters.lakehouse.impl import LakehouseAdapter
+
+    run = dbt(["compile", "--inline", "select {{ adapter.type() | tojson }} as t", "--quiet"])
+    assert '"lakehouse"' in run.log
+    assert "try_execute" in LakehouseAdapter._available_
+    assert "try_execute" not in SparkAdapter._available_
+    assert not hasattr(SparkAdapter, "try_execute")
+    assert TCLIService.Client.FetchResults.__module__ == TCLIService.__name__

@@ -1,8 +1,8 @@
 """Plain `dbt`, as CI/CD and an analytics engineer run it: the venv's `dbt` executable in a
 subprocess, on a fresh data folder, with nothing but `--profiles-dir profiles`.
 
-No wrapper and no exported Spark settings: the project's dbt plugin (dbt_lakehouse) starts
-the session from scripts/spark_config.py and creates the metastore's lock tables. One module
+No wrapper and no exported Spark settings: the project's dbt adapter (`type: lakehouse`)
+starts the session from scripts/spark_config.py and creates the metastore's lock tables. One module
 fixture builds once (about a minute of JVM start and build here); the tests read its
 artifacts and run the other commands on the same folder, in file order. The build holds one
 landing batch (its snapshots' first run); the last tests land batch 2, which changes and
@@ -48,7 +48,7 @@ class PlainDbt:
             DBT_TARGET_PATH=str(self.target_path),
             DBT_LOG_PATH=str(self.data / "logs"),
             # The shared venv may be an editable install of another checkout: put this one
-            # first so dbt finds this checkout's plugin (a `make setup` venv needs nothing).
+            # first so dbt finds this checkout's adapter (a `make setup` venv needs nothing).
             PYTHONPATH=str(PROJECT_DIR),
         )
         started = time.monotonic()

@@ -1,0 +1,107 @@
+"""dbt-spark's connections, plus what this project's targets need when a connection opens.
+
+- `method: session` (the embedded `local` and `ci` targets): the SparkSession is started from
+  scripts/spark_config.py (Iceberg runtime jar, catalog, metastore and warehouse under the
+  data folder, the metastore's lock tables) before dbt-spark's session method reuses it
+  through `SparkSession.builder.getOrCreate()`. A missing piece (no Java, no Iceberg runtime
+  jar) stops dbt at once with the command to run.
+- `method: thrift` (the `cluster` target): results are read through a cursor that takes
+  Spark 3.5's empty results (see EmptyResultsPyhiveWrapper).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from dbt.adapters.contracts.connection import Connection, ConnectionState
+from dbt.adapters.spark.connections import (
+    PyhiveConnectionWrapper,
+    SparkConnectionManager,
+    SparkConnectionMethod,
+    SparkCredentials,
+)
+
+SETUP_HINT = "run `make setup` in the project folder (it installs the pinned dependencies)"
+
+
+@dataclass
+class LakehouseCredentials(SparkCredentials):
+    @property
+    def type(self) -> str:
+        return "lakehouse"
+
+
+class EmptyResultsPyhiveWrapper(PyhiveConnectionWrapper):
+    """PyHive 0.7 fails to read the result of a statement without output (`create schema`,
+    `refresh table`, ...) from Spark 3.5's Thrift server: its one placeholder column comes back
+    as `columns=None`, and PyHive raises `'NoneType' object is not iterable` (apache/kyuubi
+    #7106, SPARK-48808). That result is empty, as Spark 3.3 sent it."""
+
+    def fetchall(self) -> list[Any]:
+        from scripts.pyhive_results import fetchall
+
+        assert self._cursor, "Cursor not available"
+        return fetchall(self._cursor)
+
+
+class LakehouseConnectionManager(SparkConnectionManager):
+    TYPE = "lakehouse"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        if connection.state == ConnectionState.OPEN:
+            return connection
+        if connection.credentials.method == SparkConnectionMethod.SESSION:
+            start_embedded_session()
+        connection = super().open(connection)
+        handle = connection.handle
+        if isinstance(handle, PyhiveConnectionWrapper):
+            connection.handle = EmptyResultsPyhiveWrapper(
+                handle.handle,
+                poll_interval=handle.poll_interval,
+                query_timeout=handle.query_timeout,
+                query_retries=handle.query_retries,
+            )
+        return connection
+
+
+def start_embedded_session() -> None:
+    """The SparkSession of the embedded target dbt runs (`--target`, else the profile's)."""
+    from pyspark.sql import SparkSession
+
+    if SparkSession.getActiveSession() is not None:
+        return  # `lakehouse dbt`, pytest and `bench` start theirs from the same settings
+    from scripts.spark_config import MASTERS
+
+    target = current_target()
+    if target not in MASTERS:
+        return  # a session target of a user's own: dbt-spark starts it from the profile
+    try:
+        from scripts.session import get_spark
+    except ImportError as error:  # pyspark or a pinned dependency missing
+        raise RuntimeError(f"cannot start Spark ({error}): {SETUP_HINT}") from error
+    try:
+        get_spark(target)
+    except FileNotFoundError as error:  # the Iceberg runtime jar
+        raise RuntimeError(f"{error}: {SETUP_HINT}") from error
+    except RuntimeError as error:  # no Java runtime: find_java says which to install
+        raise RuntimeError(f"{error} Or {SETUP_HINT}.") from error
+
+
+def current_target(profile: str = "lakehouse") -> str:
+    """`--target` / DBT_TARGET, else the profile's `target:`."""
+    from dbt.flags import get_flags
+
+    from scripts.spark_config import PROJECT_DIR
+
+    flags = get_flags()
+    if getattr(flags, "TARGET", None):
+        return str(flags.TARGET)
+    path = Path(getattr(flags, "PROFILES_DIR", None) or PROJECT_DIR / "profiles") / "profiles.yml"
+    try:
+        return str(yaml.safe_load(path.read_text())[profile]["target"])
+    except (OSError, KeyError, TypeError):
+        return "local"

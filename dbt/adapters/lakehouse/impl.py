@@ -1,0 +1,30 @@
+"""The adapter: dbt-spark's, with its connection manager and one method for Jinja."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbt.adapters.base import available
+from dbt.adapters.spark.impl import SparkAdapter
+
+from dbt.adapters.lakehouse.connections import LakehouseConnectionManager
+
+
+class LakehouseAdapter(SparkAdapter):
+    ConnectionManager = LakehouseConnectionManager
+
+    @available
+    def try_execute(self, sql: str) -> dict[str, Any]:
+        """Run `sql` and report its error instead of raising: {"table", "error"}.
+
+        Maintenance runs in a post-hook, after the model's own write has committed. Jinja has
+        no try/except and no dbt-spark method returns a failed statement's error, so without
+        this a failed `CALL` would fail the model and skip its children although its data is
+        in. The maintenance macros warn and record the error (`on_maintenance_error: warn`).
+        """
+        try:
+            _, table = self.execute(sql, auto_begin=False, fetch=True)
+        except Exception as error:  # what the engine said, as one line for logs and rows
+            message = " ".join(str(error).split())
+            return {"table": None, "error": message[:2000] or type(error).__name__}
+        return {"table": table, "error": None}
