@@ -112,3 +112,23 @@ def test_the_watermark_command_prints_every_table(gated):
     through = gated.watermark(DWD)
     assert f"{PREFIX}dwd.dwd_client__events  complete through {through}" in run.log
     assert f"{PREFIX}dws.dws_user__daily  complete through {through}" in run.log
+
+
+def test_a_completeness_upstream_the_model_does_not_read_fails_naming_it(dbt, tmp_path):
+    """A folder default naming a table a model does not read must not stamp the model with that
+    table's watermark: `upstreams` names models it reads, or is `refs` (derived from them)."""
+    from scratch_project import write_scratch_project
+
+    project = write_scratch_project(
+        tmp_path / "project",
+        {
+            "complete_upstream.sql": "select 1 as id",
+            "complete_misnamed.sql": (
+                "{{ config(materialized='table',"
+                " completeness={'upstreams': ['complete_upstream']}) }}\nselect 2 as id"
+            ),
+        },
+    )
+    run = dbt(["run", "--project-dir", str(project)], expect_success=False)
+    assert not run.success
+    assert "completeness upstream 'complete_upstream' is not a model it reads" in run.log
