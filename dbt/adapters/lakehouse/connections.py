@@ -54,10 +54,13 @@ class LakehouseConnectionManager(SparkConnectionManager):
     def open(cls, connection: Connection) -> Connection:
         if connection.state == ConnectionState.OPEN:
             return connection
-        if connection.credentials.method == SparkConnectionMethod.SESSION:
+        session = connection.credentials.method == SparkConnectionMethod.SESSION
+        if session:
             start_embedded_session()
         connection = super().open(connection)
         handle = connection.handle
+        if session:
+            apply_settings_once(handle)
         if isinstance(handle, PyhiveConnectionWrapper):
             connection.handle = EmptyResultsPyhiveWrapper(
                 handle.handle,
@@ -68,12 +71,30 @@ class LakehouseConnectionManager(SparkConnectionManager):
         return connection
 
 
-def start_embedded_session() -> None:
-    """The SparkSession of the embedded target dbt runs (`--target`, else the profile's)."""
+def apply_settings_once(handle: Any) -> None:
+    """The profile's `server_side_parameters`, applied once per connection (`handle`: dbt-spark's
+    SessionConnectionWrapper). dbt-spark's session cursor applies them before every statement,
+    a py4j call per setting: about 7 ms a statement, 3 s of a scheduled build. On a running
+    session that is all they do: static settings cannot change any more, and the runtime ones
+    are still set for each node. Started here (as dbt-spark does) if no session runs yet."""
     from pyspark.sql import SparkSession
 
-    if SparkSession.getActiveSession() is not None:
-        return  # `lakehouse dbt`, pytest and `bench` start theirs from the same settings
+    settings = handle.handle.server_side_parameters
+    if settings:
+        SparkSession.builder.enableHiveSupport().config(map=settings).getOrCreate()
+        handle.handle.server_side_parameters = {}
+
+
+def start_embedded_session() -> None:
+    """The SparkSession of the embedded target dbt runs (`--target`, else the profile's)."""
+    from pyspark import SparkContext
+
+    # Not SparkSession.getActiveSession(): the active session is per thread, and dbt opens
+    # connections in its worker threads, where it is None although the session runs. This
+    # is called for every node's connection; starting again cost 0.1 s each (a `java
+    # -version`, the lock tables' creation failing on "already exists").
+    if SparkContext._active_spark_context is not None:
+        return  # started: by an earlier connection, `lakehouse dbt`, pytest or `bench`
     from scripts.spark_config import MASTERS
 
     target = current_target()
