@@ -214,6 +214,23 @@ def test_after_the_writer_reruns_every_layer_is_exact(spark, warehouse):
     }
 
 
+def test_a_file_changed_after_its_load_is_named_in_the_ledger_warning(warehouse):
+    """A connector rewrites a file it delivered long ago (ODS never loads it again): the
+    ledger's warn test names the source, the file and its state in the log."""
+    changed = landed_files(warehouse.landing, "appdb_videos")[0]
+    times = changed.stat()
+    os.utime(changed, (times.st_atime, times.st_mtime + 60))
+    try:
+        run = warehouse.dbt(["test", "--select", "warn_landed_files_needing_attention"])
+    finally:
+        os.utime(changed, (times.st_atime, times.st_mtime))
+    [result] = [r for r in run.result.results if r.node.resource_type == "test"]
+    assert (result.status, result.failures) == ("warn", 1)
+    file = f"{changed.parent.name}/{changed.name}"
+    named = [line for line in run.log.splitlines() if file in line]
+    assert named and "appdb_videos" in named[0] and "is changed_after_load: " in named[0], named
+
+
 # -- two overlapping builds in separate processes -------------------------------------------
 
 
