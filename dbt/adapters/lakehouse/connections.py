@@ -72,17 +72,25 @@ class LakehouseConnectionManager(SparkConnectionManager):
 
 
 def apply_settings_once(handle: Any) -> None:
-    """The profile's `server_side_parameters`, applied once per connection (`handle`: dbt-spark's
-    SessionConnectionWrapper). dbt-spark's session cursor applies them before every statement,
-    a py4j call per setting: about 7 ms a statement, 3 s of a scheduled build. On a running
-    session that is all they do: static settings cannot change any more, and the runtime ones
-    are still set for each node. Started here (as dbt-spark does) if no session runs yet."""
+    """The profile's `server_side_parameters`, applied once per process and settings
+    (`handle`: dbt-spark's SessionConnectionWrapper). dbt-spark's session cursor applies them
+    before every statement, a py4j call per setting: about 7 ms a statement, 3 s of a
+    scheduled build. On a running session that is all they do: static settings cannot change
+    any more, and no macro sets the runtime ones. Started here (as dbt-spark does) if no
+    session runs yet."""
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     settings = handle.handle.server_side_parameters
-    if settings:
+    stopped = SparkContext._active_spark_context is None
+    if settings and (stopped or settings != _applied_settings):
         SparkSession.builder.enableHiveSupport().config(map=settings).getOrCreate()
-        handle.handle.server_side_parameters = {}
+        _applied_settings.clear()
+        _applied_settings.update(settings)
+    handle.handle.server_side_parameters = {}
+
+
+_applied_settings: dict[str, Any] = {}
 
 
 def start_embedded_session() -> None:

@@ -1,10 +1,11 @@
-"""The adapter: dbt-spark's, with its connection manager and one method for Jinja."""
+"""The adapter: dbt-spark's, with its connection manager and two methods for Jinja."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from dbt.adapters.base import available
+from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 
 from dbt.adapters.lakehouse.connections import LakehouseConnectionManager
@@ -28,3 +29,18 @@ class LakehouseAdapter(SparkAdapter):
             message = " ".join(str(error).split())
             return {"table": None, "error": message[:2000] or type(error).__name__}
         return {"table": table, "error": None}
+
+    @available
+    def embedded_session_setting(self, key: str) -> str | None:
+        """A setting of the embedded session dbt runs on ('' when unset), read in this process
+        without a statement; None on a Thrift connection, whose session is the server's (ask
+        it with `set <key>`). The write-audit-publish branch is read this way before every
+        write, test and stamp: about a hundred statements a scheduled build."""
+        if self.config.credentials.method != SparkConnectionMethod.SESSION:
+            return None
+        from pyspark.sql import SparkSession
+
+        session = SparkSession._instantiatedSession  # the one dbt-spark's cursor runs on
+        if session is None:
+            return None
+        return session.conf.get(key, None) or ""
