@@ -215,8 +215,8 @@ def test_after_the_writer_reruns_every_layer_is_exact(spark, warehouse):
 
 
 def test_a_file_changed_after_its_load_is_named_in_the_ledger_warning(warehouse):
-    """A connector rewrites a file it delivered long ago (ODS never loads it again): the
-    ledger's warn test names the source, the file and its state in the log."""
+    """A connector rewrites a file it delivered long ago: the ledger's warn test counts it
+    and names its source, path and state in the log."""
     changed = landed_files(warehouse.landing, "appdb_videos")[0]
     times = changed.stat()
     os.utime(changed, (times.st_atime, times.st_mtime + 60))
