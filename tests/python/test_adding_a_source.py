@@ -1,7 +1,8 @@
 """docs/adding-a-source.md, followed literally: every code block of the page whose first line
 names a file is written into a scratch copy of the project (a block that says `add to:` is
 inserted into that file), two batches of a new `forum.comment_changes` changelog are landed
-(inserts, an update, a delete, a malformed line, a line without its key) and the scratch
+(inserts, an update, a delete, a malformed line, a line without its key, a value that
+is not its declared type) and the scratch
 project is built after each, under its own schemas (var schema_prefix). The expectations are
 computed here from the landed lines, not by the models. When the page goes stale, this fails.
 Two builds: the scratch project's own warehouse, beside the others in this test run.
@@ -63,12 +64,15 @@ def apply_page(project: Path, page: str) -> list[str]:
     return touched
 
 
-def change(op: str, comment_id: int | None, lsn: int, offset: int, body: str = "") -> str:
+def change(
+    op: str, comment_id: int | None, lsn: int, offset: int, body: str = "",
+    created_at: str = "2026-01-01T10:00:00Z",
+) -> str:  # fmt: skip
     record = {
         "op": op,
         "video_id": 7,
         "body": body,
-        "created_at": "2026-01-01T10:00:00Z",
+        "created_at": created_at,
         "_source_lsn": lsn,
         "_source_committed_at": "2026-01-01T10:00:00Z",
         "_kafka_partition": 0,
@@ -91,10 +95,15 @@ BATCHES = {
         change("-U", 2, 20, 6, "second"),
         change("+U", 2, 21, 7, "second, edited")[:-1] + ', "edited_by": 42}',  # undeclared
         change("-D", 3, 22, 8),
+        change("+I", 5, 23, 9, "when?", created_at="yesterday"),  # not its declared type
     ],
 }
-EXPECTED_LIVE = {1: "first", 2: "second, edited"}  # 3 deleted; 4 and the keyless never valid
-EXPECTED_REJECTS = {BATCHES[1][3]: "unparseable_record", BATCHES[1][4]: "missing_key"}
+EXPECTED_LIVE = {1: "first", 2: "second, edited"}  # 3 deleted; 4, 5 and the keyless never valid
+EXPECTED_REJECTS = {
+    BATCHES[1][3]: "unparseable_record",
+    BATCHES[1][4]: "missing_key",
+    BATCHES[2][3]: "invalid_created_at",  # the column's meta.type, from the declaration
+}
 
 
 class Scratch:
@@ -216,3 +225,16 @@ def test_a_source_left_out_of_the_parser_list_stops_the_run_naming_the_line(
     assert not run.success
     expected = "landing source forum.comment_changes: add 'ods_forum__comment_changes'"
     assert f"{expected} to landed_source_models()" in run.log
+
+
+def test_a_changelog_without_its_key_declared_stops_the_run_naming_it(dbt, spark, tmp_path_factory):
+    """The typed model comes from the declaration: without `meta.changelog_key` it cannot
+    tell a keyless change, so it does not compile (and says which key to declare)."""
+    scratch = Scratch(tmp_path_factory.mktemp("new_source_keyless"), dbt, spark)
+    sources = scratch.project / "models/ods/forum/_forum__sources.yml"
+    declared = sources.read_text()
+    assert "          changelog_key: comment_id\n" in declared
+    sources.write_text(declared.replace("          changelog_key: comment_id\n", ""))
+    run = scratch.dbt("compile", "--select", "dim_comments__state", expect_success=False)
+    assert not run.success
+    assert "forum.comment_changes declares no meta.changelog_key" in run.log

@@ -1,0 +1,69 @@
+{#- The typed model of a changelog source, from its declaration: every ODS line of
+    `source_name.table_name` parsed, each declared field cast to the type its column's
+    `meta.type` names (a string when it names none; `meta.column` renames it), the change
+    envelope typed (`op`, `source_lsn`, `source_committed_at`, `kafka_partition`,
+    `kafka_offset`), and the first rule the record breaks in `reject_reason`
+    (changelog_reject_reason, on the key the table's `meta.changelog_key` names).
+    A declared value that is present but does not cast is named by invalid_value_reason,
+    never turned into a silent null. -#}
+{% macro typed_changelog(source_name, table_name) %}
+    {%- set ods_model = 'ods_' ~ source_name ~ '__' ~ table_name -%}
+    {%- set ods_relation = ref(ods_model) -%}{#- unconditional: dbt learns the ref while parsing -#}
+    {%- if not execute -%}{{ return('select 1') }}{%- endif -%}
+    {%- set declaration = (graph.sources.values() | selectattr('source_name', 'equalto', source_name)
+                            | selectattr('name', 'equalto', table_name) | first) -%}
+    {%- set key = declaration.meta.get('changelog_key') -%}
+    {%- if not key -%}
+        {{ exceptions.raise_compiler_error("changelog source " ~ source_name ~ "." ~ table_name ~ " declares no meta.changelog_key (the field naming the changed row)") }}
+    {%- endif -%}
+    {%- set envelope = {
+        'op': none, '_source_lsn': 'bigint', '_source_committed_at': 'timestamp',
+        '_kafka_partition': 'int', '_kafka_offset': 'bigint'} -%}
+    {%- set missing = [] -%}
+    {%- for field in envelope.keys() | list + [key] if field not in declaration.columns -%}
+        {%- do missing.append(field) -%}
+    {%- endfor -%}
+    {%- if missing -%}
+        {{ exceptions.raise_compiler_error("changelog source " ~ source_name ~ "." ~ table_name ~ " does not declare " ~ missing | join(', ') ~ " (docs/adding-a-source.md: the changelog record)") }}
+    {%- endif -%}
+    {%- set fields = [] -%}{#- [field, type or none, column name] of the row's own values -#}
+    {%- for name, column in declaration.columns.items()
+          if name not in envelope and name != '_corrupt_record' -%}
+        {%- do fields.append([name, column.meta.get('type'), column.meta.get('column', name)]) -%}
+    {%- endfor -%}
+    {%- set key_column = (fields | selectattr(0, 'equalto', key) | first)[2] -%}
+    {%- set checked_values = [] -%}
+    {%- for name, type, _ in fields if type and name != key -%}
+        {%- do checked_values.append([name, type]) -%}
+    {%- endfor -%}
+    {%- do checked_values.append(['_source_committed_at', 'timestamp']) -%}
+with ods as (
+    select
+        *,
+        {{ landed_record(source_name, table_name) }} as record
+    from {{ ods_relation }}
+),
+
+typed as (
+    select
+        ods.record.op,
+        {%- for name, type, column in fields %}
+        {{ 'try_cast(ods.record.' ~ name ~ ' as ' ~ type ~ ')' if type else 'ods.record.' ~ name }} as {{ column }},
+        {%- endfor %}
+        try_cast(ods.record._source_lsn as bigint) as source_lsn,
+        try_cast(ods.record._source_committed_at as timestamp) as source_committed_at,
+        try_cast(ods.record._kafka_partition as int) as kafka_partition,
+        try_cast(ods.record._kafka_offset as bigint) as kafka_offset,
+        {{ invalid_value_reason(checked_values, 'ods.record') }} as invalid_value_reason,
+        {{ invalid_value_reason(
+            [['_kafka_partition', 'int'], ['_kafka_offset', 'bigint']], 'ods.record'
+        ) }} as invalid_arrival_reason,
+        {{ landed_line_columns() }}
+    from ods
+)
+
+select
+    *,
+    {{ changelog_reject_reason(key_column) }} as reject_reason
+from typed
+{%- endmacro %}
