@@ -66,18 +66,26 @@
         "select distinct cast(to_date(readable_metrics." ~ column ~ ".lower_bound) as string)"
         ~ " from " ~ relation ~ ".entries where snapshot_id = " ~ head
         ~ " and status = 1 and data_file.content = 0").columns[0].values() | list -%}
-    {%- set empty_days = backfill.days | reject('in', written) | list -%}
-    {%- if empty_days -%}
-        {{ log("backfill of " ~ relation ~ ": no row left for " ~ empty_days | join(', ') ~ ", deleted", info=true) }}
-        {%- call statement('backfill_clear_days') -%}
-            delete from {{ relation }} where
-            {%- for day in empty_days %}
-                {%- set next_day = modules.datetime.date.fromisoformat(day) + modules.datetime.timedelta(days=1) %}
-                {{ backfill_filter({'start': day, 'end': next_day.isoformat()}, column) }}
-                {{- ' or' if not loop.last }}
-            {%- endfor %}
+    {%- do delete_days(relation, column, backfill.days | reject('in', written) | list, 'backfill of ' ~ relation) -%}
+{% endmacro %}
+
+{#- Delete the rows of `days` ('YYYY-MM-DD' strings) from `relation` (`column`: its day, a
+    date or a timestamp), saying why in the log. -#}
+{% macro delete_days(relation, column, days, why) %}
+    {%- if days -%}
+        {{ log(why ~ ": no row left for " ~ days | join(', ') ~ ", deleted", info=true) }}
+        {%- call statement('delete_days') -%}
+            delete from {{ relation }} where {{ days_predicate(days, column) }}
         {%- endcall -%}
     {%- endif -%}
+{% endmacro %}
+
+{#- `column` within one of `days`: a range per day, which Iceberg prunes partitions by. -#}
+{% macro days_predicate(days, column) %}
+    {%- for day in days -%}
+        {%- set next_day = modules.datetime.date.fromisoformat(day) + modules.datetime.timedelta(days=1) -%}
+        {{ backfill_filter({'start': day, 'end': next_day.isoformat()}, column) }}{{ ' or ' if not loop.last }}
+    {%- endfor -%}
 {% endmacro %}
 
 {#- The snapshot at the head of `relation`'s main branch. -#}

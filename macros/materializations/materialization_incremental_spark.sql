@@ -6,6 +6,8 @@
     And a second one: a merge whose source has no row is skipped (Iceberg would commit an
     empty snapshot on every run without new data). And a third: a backfill run
     (macros/backfill/backfill.sql) overwrites the model's range of days, whatever its strategy.
+    And a fourth: a day the model recomputed (touched_days) that its overwrite left without
+    any row is emptied (a partition overwrite replaces only the days it writes rows for).
     Everything else is dbt-spark's code; compare it with dbt-spark's when upgrading. -#}
 {% materialization incremental, adapter='spark', supported_languages=['sql', 'python'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
@@ -34,6 +36,8 @@
 
   {#-- project: a backfill replaces its days, whatever the model's strategy --#}
   {%- set backfill = model_backfill() -%}
+  {#-- project: the days the model's SQL recomputes (touched_days), noted while dbt rendered it --#}
+  {%- set recomputed_days = adapter.recomputed_days(this) -%}
   {%- if backfill -%}
     {%- set strategy = 'insert_overwrite' -%}
     {{ log(this ~ ": backfill of " ~ backfill.days | length ~ " days, " ~ backfill.start ~ " .. " ~ backfill.end ~ " (end excluded)", info=true) }}
@@ -90,12 +94,16 @@
       {%- set incremental_predicates = (incremental_predicates or []) + [source_keys.predicate] -%}
     {%- endif -%}
     {%- set head_before = backfill_head(target_relation) if backfill else none -%}
+    {%- set recomputed_head_before = written_head(target_relation) if recomputed_days and strategy == 'insert_overwrite' and not backfill else none -%}
     {%- call statement('main') -%}
       {{ dbt_spark_get_incremental_sql(strategy, tmp_relation, target_relation, existing_relation, unique_key, incremental_predicates) }}
     {%- endcall -%}
     {%- endif -%}
     {%- if backfill -%}
       {%- do backfill_finish(target_relation, config.get('backfill_by'), backfill, head_before) -%}
+    {%- elif recomputed_days and strategy == 'insert_overwrite' -%}
+      {#-- project: a recomputed day left without rows would keep its old ones otherwise --#}
+      {%- do clear_days_left_empty(target_relation, config.get('backfill_by'), recomputed_days, recomputed_head_before, tmp_relation) -%}
     {%- endif -%}
     {%- if language == 'python' -%}
       {#--

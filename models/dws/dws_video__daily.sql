@@ -8,7 +8,7 @@
 with day_events as (
     -- the touched days as literal ranges of the partition source: Iceberg reads only them
     select * from {{ ref('dwd_client__events') }}
-    where {{ event_days_filter(days) }}
+    where {{ days_filter(days) }}
 )
 
 select

@@ -13,9 +13,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scripts.landing import LandingZone
 from scripts.spark_config import PROJECT_DIR
@@ -23,11 +25,11 @@ from scripts.spark_config import PROJECT_DIR
 PAGE = PROJECT_DIR / "docs" / "adding-a-source.md"
 PREFIX = "newsrc_"
 FOLDER = "forum_comments"
-VARS = {"schema_prefix": PREFIX}
+VARS = {"schema_prefix": PREFIX, "write_audit_publish": True}  # as a scheduled build, selected
 DERIVED_CHECKS = ("declared_landing_source", "known_reject_reason")  # the quarantine's tests
 # the page's models and everything upstream of the quarantine and its checks
 BUILD = [
-    "--select", "+dim_comments", "+dwd_quarantine__rejected_records+",
+    "--select", "+dim_comments", "+dws_video__daily_comments", "+dwd_quarantine__rejected_records+",
     "+ods_landing__files+", "+ods_landing__undeclared_fields+",
     "--indirect-selection", "cautious",  # tests whose parents are all built
 ]  # fmt: skip
@@ -83,22 +85,25 @@ def change(
     return json.dumps(record)
 
 
+NEXT_DAY = "2026-01-02T09:00:00Z"
 BATCHES = {
     1: [
         change("+I", 1, 10, 1, "first"),
         change("+I", 2, 11, 2, "second"),
-        change("+I", 3, 12, 3, "third"),
+        change("+I", 3, 12, 3, "third", created_at=NEXT_DAY),  # the day's only comment
         '{"op": "+I", "comment_id": 4, "body": "cut off',  # malformed: unparseable_record
         change("+I", None, 13, 5, "no key"),  # missing_key
     ],
     2: [
         change("-U", 2, 20, 6, "second"),
         change("+U", 2, 21, 7, "second, edited")[:-1] + ', "edited_by": 42}',  # undeclared
-        change("-D", 3, 22, 8),
+        change("-D", 3, 22, 8, "third", created_at=NEXT_DAY),  # empties 2026-01-02
         change("+I", 5, 23, 9, "when?", created_at="yesterday"),  # not its declared type
     ],
 }
 EXPECTED_LIVE = {1: "first", 2: "second, edited"}  # 3 deleted; 4, 5 and the keyless never valid
+# comments per (video, day) after each build, from the lines above (all on video 7)
+EXPECTED_DAILY = {1: {(7, "2026-01-01"): 2, (7, "2026-01-02"): 1}, 2: {(7, "2026-01-01"): 2}}
 EXPECTED_REJECTS = {
     BATCHES[1][3]: "unparseable_record",
     BATCHES[1][4]: "missing_key",
@@ -129,15 +134,33 @@ class Scratch:
     def rows(self, sql: str) -> list:
         return self.spark.sql(sql).collect()
 
+    def daily_comments(self) -> dict:
+        rows = self.rows(
+            "select video_id, cast(comment_date as string), comment_count"
+            f" from {PREFIX}dws.dws_video__daily_comments"
+        )
+        return {(r[0], r[1]): r[2] for r in rows}
+
+    def complete_through(self, table: str) -> str | None:
+        """The table's newest completeness stamp on main (docs/completeness.md)."""
+        rows = self.rows(
+            f"select summary['lakehouse.complete-through'] from {table}.snapshots"
+            " where summary['lakehouse.complete-through'] is not null"
+            " order by committed_at desc limit 1"
+        )
+        return rows[0][0] if rows else None
+
 
 @pytest.fixture(scope="module")
 def scratch(dbt, spark, tmp_path_factory) -> dict:
     built = Scratch(tmp_path_factory.mktemp("new_source"), dbt, spark)
     built.land(1)
     first = built.dbt("build", *BUILD)
+    daily = {1: built.daily_comments()}
     built.land(2)  # the second build reads batch 1 again from the landing zone
     second = built.dbt("build", *BUILD)
-    return {"built": built, "runs": [first, second]}
+    daily[2] = built.daily_comments()
+    return {"built": built, "runs": [first, second], "daily": daily}
 
 
 def test_the_page_names_every_file_a_source_needs(scratch):
@@ -147,6 +170,7 @@ def test_the_page_names_every_file_a_source_needs(scratch):
         "models/dwd/dimensions/dwd_forum__comment_changes_checked.sql",
         "models/dwd/dimensions/dim_comments__state.sql",
         "models/dwd/dimensions/dim_comments.sql",
+        "models/dws/dws_video__daily_comments.sql",
         "macros/landing/landed_sources.sql",
     ]
 
@@ -200,6 +224,36 @@ def test_no_freshness_warning_for_sources_whose_listing_has_it(scratch):
 def test_updates_and_deletes_are_applied(scratch):
     rows = scratch["built"].rows(f"select comment_id, body from {PREFIX}dwd.dim_comments")
     assert {r[0]: r[1] for r in rows} == EXPECTED_LIVE
+
+
+def test_the_daily_aggregate_follows_and_a_day_whose_last_comment_went_is_emptied(scratch):
+    assert scratch["daily"] == EXPECTED_DAILY
+    emptied = [line for line in scratch["runs"][1].log.splitlines() if "no row left for" in line]
+    assert len(emptied) == 1 and "dws_video__daily_comments" in emptied[0], emptied
+    assert "2026-01-02" in emptied[0]
+
+
+def test_the_new_tables_are_published_by_the_run(scratch):
+    (tables,) = scratch["built"].rows(
+        f"select tables from {PREFIX}ops.wap_runs where status = 'published'"
+        " order by load_id desc limit 1"
+    )[0]
+    for name in ("ods_forum__comment_changes", "dim_comments__state", "dws_video__daily_comments"):
+        assert name in tables, tables
+
+
+def test_the_aggregate_is_complete_through_its_states_stamp(scratch):
+    built = scratch["built"]
+    # the newest commit time landed, less the project's allowance for late changes
+    project = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())
+    allowance = timedelta(days=project["vars"]["max_event_lateness_days"])
+    landed = [line for lines in BATCHES.values() for line in lines if line.endswith("}")]
+    newest = max(json.loads(line)["_source_committed_at"] for line in landed)
+    expected = datetime.fromisoformat(newest) - allowance
+    state = built.complete_through(f"{PREFIX}dwd.dim_comments__state")
+    assert state is not None, "the state recorded no completeness watermark"
+    assert datetime.fromisoformat(state).replace(tzinfo=expected.tzinfo) == expected, state
+    assert built.complete_through(f"{PREFIX}dws.dws_video__daily_comments") == state
 
 
 def test_the_new_tables_get_the_folders_properties(scratch):

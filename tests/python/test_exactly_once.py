@@ -144,7 +144,7 @@ def test_a_writer_landing_file_by_file_during_a_run(spark, warehouse, batch):
     assert_each_source_loaded_whole_or_not(spark, warehouse, batch)
 
 
-def assert_each_source_loaded_whole_or_not(spark, warehouse: "Warehouse", batch: int) -> None:
+def assert_each_source_loaded_whole_or_not(spark, warehouse: Warehouse, batch: int) -> None:
     for source in SOURCES:
         folder = LandingZone(warehouse.landing).batch_folder(source, batch)
         landed = sum(len(split_lines(Path(p).read_text())) for p in landed_files_in(folder))

@@ -1,4 +1,4 @@
-"""The adapter: dbt-spark's, with its connection manager and two methods for Jinja."""
+"""The adapter: dbt-spark's, with its connection manager and a few methods for Jinja."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ from dbt.adapters.lakehouse.connections import LakehouseConnectionManager
 
 class LakehouseAdapter(SparkAdapter):
     ConnectionManager = LakehouseConnectionManager
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._recomputed_days: dict[str, list[str] | None] = {}
 
     @available
     def try_execute(self, sql: str) -> dict[str, Any]:
@@ -44,3 +48,16 @@ class LakehouseAdapter(SparkAdapter):
         if session is None:
             return None
         return session.conf.get(key, None) or ""
+
+    @available
+    def note_recomputed_days(self, relation: Any, days: list[str] | None) -> str:
+        """Remember the days a model's SQL recomputes, resolved while dbt renders it, for its
+        materialization, which runs next in the same thread with a fresh Jinja context: a
+        day of them left without any row must be emptied, not keep its old rows."""
+        self._recomputed_days[str(relation)] = list(days) if days is not None else None
+        return ""
+
+    @available
+    def recomputed_days(self, relation: Any) -> list[str] | None:
+        """The days noted for `relation` by this run's rendering of it (once), or None."""
+        return self._recomputed_days.pop(str(relation), None)
