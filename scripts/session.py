@@ -34,10 +34,27 @@ def get_spark(target: str = "local") -> SparkSession:
 
 
 def ensure_metastore_lock_tables(spark: SparkSession) -> None:
-    """The embedded metastore's lock tables (see create_metastore_lock_tables)."""
+    """The embedded metastore's lock tables (see create_metastore_lock_tables), without the
+    locks of a process that died holding them (see release_locks_of_dead_processes)."""
     url = spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", None)
-    if url:  # else a remote metastore owns its schema
+    if url:  # else a remote metastore owns its schema and its locks
         create_metastore_lock_tables(spark.sparkContext._jvm, url)
+        released = 0
+        if released:
+            print(f"metastore: released {released} lock(s) left by a process that is gone")
+
+
+def release_locks_of_dead_processes(jvm: Any, connection_url: str) -> int:
+    """Delete every lock of an embedded metastore; returns how many there were. Embedded Derby
+    admits one process at a time, so a lock found when this one starts was left by a process
+    that is gone: a run killed while it committed. Iceberg's commit waits on such a lock
+    (`MetastoreLock.acquireLock`, minutes per try), so the rerun after a crash hung; nothing
+    heartbeats or expires it in an embedded metastore (docs/findings.md)."""
+    connection = jvm.java.sql.DriverManager.getConnection(connection_url)
+    try:
+        return int(connection.createStatement().executeUpdate("DELETE FROM HIVE_LOCKS"))
+    finally:
+        connection.close()
 
 
 def create_metastore_lock_tables(jvm: Any, connection_url: str) -> None:

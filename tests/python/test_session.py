@@ -1,5 +1,7 @@
 """A fresh process from `get_spark()` may start with any statement: here, reading an Iceberg
-metadata table before any plain table access (it used to fail to reach the metastore)."""
+metadata table before any plain table access (it used to fail to reach the metastore). And it
+commits although the process before it died holding a metastore lock (a run killed while it
+committed: the rerun waited on that lock for minutes per try)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,23 @@ spark = get_spark("ci")
 spark.sql("create schema if not exists fresh")
 spark.sql("create table fresh.events (id int) using iceberg")
 spark.sql("insert into fresh.events values (1)")
+
+# die holding the table's commit lock, as a run killed inside an Iceberg commit does: the
+# lock Iceberg's HiveTableOperations takes, through the same metastore client API
+from py4j.java_collections import ListConverter
+jvm = spark.sparkContext._jvm
+api = jvm.org.apache.hadoop.hive.metastore.api
+conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
+url_key = "javax.jdo.option.ConnectionURL"
+conf.set(url_key, spark.conf.get("spark.hadoop." + url_key))
+component = api.LockComponent(api.LockType.EXCLUSIVE, api.LockLevel.TABLE, "fresh")
+component.setTablename("events")
+components = ListConverter().convert([component], spark.sparkContext._gateway._gateway_client)
+client = jvm.org.apache.hadoop.hive.metastore.HiveMetaStoreClient(conf)
+response = client.lock(api.LockRequest(components, "killed-run", "localhost"))
+print("lock:", response.getState().toString(), flush=True)
+import os
+os._exit(0)  # no unlock, no close: what SIGKILL leaves
 """
 
 READ_METADATA_FIRST = """
@@ -23,10 +42,12 @@ from scripts.session import get_spark
 spark = get_spark("ci")
 print("snapshots:", spark.sql("select * from fresh.events.snapshots").count())
 print("refs:", spark.sql("select name from fresh.events.refs").first().name)
+spark.sql("insert into fresh.events values (2)")  # a commit: it takes the table's lock
+print("rows:", spark.table("fresh.events").count())
 """
 
 
-def run_fresh(code: str, data_dir: Path) -> subprocess.CompletedProcess:
+def run_fresh(code: str, data_dir: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     """A new Python process (so a new JVM and metastore client) on its own data folder."""
     location = ("LAKEHOUSE_WAREHOUSE_DIR", "LAKEHOUSE_METASTORE_DIR", "LAKEHOUSE_LANDING_DIR")
     env = {name: value for name, value in os.environ.items() if name not in location}
@@ -37,14 +58,18 @@ def run_fresh(code: str, data_dir: Path) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
 
 
-def test_a_fresh_session_can_read_a_metadata_table_first(tmp_path):
+def test_a_fresh_session_reads_a_metadata_table_first_and_commits_past_a_dead_lock(tmp_path):
     created = run_fresh(CREATE, tmp_path)
     assert created.returncode == 0, created.stderr[-3000:]
-    read = run_fresh(READ_METADATA_FIRST, tmp_path)
+    assert "lock: ACQUIRED" in created.stdout, created.stdout
+    # a session waiting on the dead lock would take minutes per commit try: past the timeout
+    read = run_fresh(READ_METADATA_FIRST, tmp_path, timeout=150)
     assert read.returncode == 0, read.stderr[-3000:]
     assert "snapshots: 1" in read.stdout
     assert "refs: main" in read.stdout
+    assert "metastore: released 1 lock(s) left by a process that is gone" in read.stdout
+    assert "rows: 2" in read.stdout
