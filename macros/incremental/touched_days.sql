@@ -36,26 +36,54 @@
     `column`: the model's day column (its config `backfill_by`), a partition column. The days
     written are read from the summary of the commit the overwrite made on the run's branch
     (or main): with `write.summary.partition-limit` set (the `dws` folder) it names each
-    partition it added files to; without it, or past the limit, they are read from the
-    recomputed rows (`recomputed`, the model's temporary view: its query runs again). None
-    written when the overwrite committed nothing (`head_before` still the head). -#}
+    partition it added files to. Without it (a table created before the setting, which is
+    then set for the next runs), past the limit, or when a partition path is not
+    `<column>=YYYY-MM-DD`, they are read from the recomputed rows instead (`recomputed`, the
+    model's temporary view: its query runs again). None written when the overwrite committed
+    nothing (`head_before` still the head). A day left without rows that holds none either is
+    not deleted again (no empty commit). -#}
 {% macro clear_days_left_empty(relation, column, days, head_before, recomputed) %}
     {%- if not column -%}
         {{ exceptions.raise_compiler_error(relation ~ " recomputes days (touched_days) without naming its day column: set config backfill_by") }}
     {%- endif -%}
     {%- set head = written_head(relation) -%}
+    {%- set written = _days_in_partition_paths(head.partitions, column) -%}
     {%- if head.snapshot_id == head_before.snapshot_id -%}
         {%- set written = [] -%}
-    {%- elif head.partitions is not none -%}
-        {%- set written = [] -%}
-        {%- for path in head.partitions if path.startswith(column ~ '=') -%}
-            {%- do written.append(path.split('=', 1)[1]) -%}
-        {%- endfor -%}
-    {%- else -%}
+    {%- elif written is none -%}
+        {%- set limit = config.get('tblproperties', {}).get('write.summary.partition-limit') -%}
+        {%- if limit and head.partitions is none -%}
+            {%- do run_query("alter table " ~ relation ~ " set tblproperties ('write.summary.partition-limit' = '" ~ limit ~ "')") -%}
+        {%- endif -%}
         {%- set written = run_query("select distinct cast(to_date(" ~ column ~ ") as string) from "
             ~ recomputed).columns[0].values() | list -%}
     {%- endif -%}
-    {%- do delete_days(relation, column, days | reject('in', written) | list, relation ~ " recomputed") -%}
+    {%- set left_empty = days | reject('in', written) | list -%}
+    {%- if left_empty -%}
+        {%- set holding = run_query("select distinct cast(to_date(" ~ column ~ ") as string) from "
+            ~ relation ~ " where " ~ days_predicate(left_empty, column)).columns[0].values() | list -%}
+        {%- do delete_days(relation, column, left_empty | select('in', holding) | list, relation ~ " recomputed") -%}
+    {%- endif -%}
+{% endmacro %}
+
+{#- The days ('YYYY-MM-DD') of `column` in partition paths like `comment_date=2026-01-02` or
+    `event_date=2026-01-02/event_type=play`; none when a path has no such day (then the
+    caller reads the days another way: never "nothing written" by mistake). -#}
+{% macro _days_in_partition_paths(paths, column) %}
+    {%- if paths is none -%}{{ return(none) }}{%- endif -%}
+    {%- set days = [] -%}
+    {%- for path in paths -%}
+        {%- set found = [] -%}
+        {%- for field in path.split('/') if field.startswith(column ~ '=') -%}
+            {%- set value = field.split('=', 1)[1] -%}
+            {%- if modules.re.match('^[0-9]{4}-[0-9]{2}-[0-9]{2}$', value) -%}
+                {%- do found.append(value) -%}
+            {%- endif -%}
+        {%- endfor -%}
+        {%- if found | length != 1 -%}{{ return(none) }}{%- endif -%}
+        {%- do days.append(found[0]) -%}
+    {%- endfor -%}
+    {{ return(days) }}
 {% endmacro %}
 
 {#- {snapshot_id, partitions} of the head of the ref this run writes `relation` on (its

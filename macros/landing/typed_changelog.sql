@@ -12,6 +12,9 @@
     {%- if not execute -%}{{ return('select 1') }}{%- endif -%}
     {%- set declaration = (graph.sources.values() | selectattr('source_name', 'equalto', source_name)
                             | selectattr('name', 'equalto', table_name) | first) -%}
+    {%- if declaration is not defined or declaration is none -%}
+        {{ exceptions.raise_compiler_error("typed_changelog: no source " ~ source_name ~ "." ~ table_name ~ " is declared") }}
+    {%- endif -%}
     {%- set key = declaration.meta.get('changelog_key') -%}
     {%- if not key -%}
         {{ exceptions.raise_compiler_error("changelog source " ~ source_name ~ "." ~ table_name ~ " declares no meta.changelog_key (the field naming the changed row)") }}
@@ -31,6 +34,15 @@
           if name not in envelope and name != '_corrupt_record' -%}
         {%- do fields.append([name, column.meta.get('type'), column.meta.get('column', name)]) -%}
     {%- endfor -%}
+    {%- if key in envelope -%}
+        {{ exceptions.raise_compiler_error("changelog source " ~ source_name ~ "." ~ table_name ~ ": meta.changelog_key names the change envelope's " ~ key ~ ", not the changed row's key") }}
+    {%- endif -%}
+    {%- set generated = ['op', 'source_lsn', 'source_committed_at', 'kafka_partition', 'kafka_offset',
+        'invalid_value_reason', 'invalid_arrival_reason', 'is_unparseable', 'raw_record', 'reject_reason',
+        '_source_file', '_source_line', '_is_redelivery', '_batch_id', '_load_id', '_loaded_at'] -%}
+    {%- for _, _, column in fields if column in generated -%}
+        {{ exceptions.raise_compiler_error("changelog source " ~ source_name ~ "." ~ table_name ~ ": column " ~ column ~ " would clash with a column the typed model adds; rename it with meta.column") }}
+    {%- endfor -%}
     {%- set key_column = (fields | selectattr(0, 'equalto', key) | first)[2] -%}
     {%- set checked_values = [] -%}
     {%- for name, type, _ in fields if type and name != key -%}
@@ -48,7 +60,13 @@ typed as (
     select
         ods.record.op,
         {%- for name, type, column in fields %}
-        {{ 'try_cast(ods.record.' ~ name ~ ' as ' ~ type ~ ')' if type else 'ods.record.' ~ name }} as {{ column }},
+        {%- if type %}
+        try_cast(ods.record.{{ name }} as {{ type }}) as {{ column }},
+        {%- elif name == key %}
+        nullif(trim(ods.record.{{ name }}), '') as {{ column }},  -- a blank key is no key
+        {%- else %}
+        ods.record.{{ name }} as {{ column }},
+        {%- endif %}
         {%- endfor %}
         try_cast(ods.record._source_lsn as bigint) as source_lsn,
         try_cast(ods.record._source_committed_at as timestamp) as source_committed_at,

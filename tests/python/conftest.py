@@ -67,10 +67,11 @@ def dbt(spark: SparkSession):
         each message as dbt emits it (a test can act at a chosen moment of the run)."""
         messages: list[str] = []
 
-        def collect(event: Any) -> None:
-            messages.append(str(event.info.msg))
+        def collect(event: Any) -> None:  # called from dbt's worker threads
+            message = str(event.info.msg)
+            messages.append(message)
             if on_message is not None:
-                on_message(messages[-1])
+                on_message(message)
 
         runner = dbtRunner(callbacks=[collect])
         saved = os.environ["LAKEHOUSE_LANDING_DIR"]
