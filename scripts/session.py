@@ -39,7 +39,7 @@ def ensure_metastore_lock_tables(spark: SparkSession) -> None:
     url = spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", None)
     if url:  # else a remote metastore owns its schema and its locks
         create_metastore_lock_tables(spark.sparkContext._jvm, url)
-        released = 0
+        released = release_locks_of_dead_processes(spark.sparkContext._jvm, url)
         if released:
             print(f"metastore: released {released} lock(s) left by a process that is gone")
 
