@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,16 +94,30 @@ def apply_settings_once(handle: Any) -> None:
 _applied_settings: dict[str, Any] = {}
 
 
+_session_started = threading.Event()
+_session_starting = threading.Lock()
+
+
 def start_embedded_session() -> None:
-    """The SparkSession of the embedded target dbt runs (`--target`, else the profile's)."""
+    """The SparkSession of the embedded target dbt runs (`--target`, else the profile's).
+    dbt's worker threads open their first connections at once: one starts the session and
+    prepares the metastore (lock tables, dead processes' locks) while the others wait, so
+    none runs a statement on a metastore half prepared."""
+    if _session_started.is_set():
+        return
+    with _session_starting:
+        if not _session_started.is_set():
+            _start_embedded_session()
+            _session_started.set()
+
+
+def _start_embedded_session() -> None:
     from pyspark import SparkContext
 
     # Not SparkSession.getActiveSession(): the active session is per thread, and dbt opens
-    # connections in its worker threads, where it is None although the session runs. This
-    # is called for every node's connection; starting again cost 0.1 s each (a `java
-    # -version`, the lock tables' creation failing on "already exists").
+    # connections in its worker threads, where it is None although the session runs.
     if SparkContext._active_spark_context is not None:
-        return  # started: by an earlier connection, `lakehouse dbt`, pytest or `bench`
+        return  # started: by `lakehouse dbt`, pytest or `bench`, before dbt ran
     from scripts.spark_config import MASTERS
 
     target = current_target()
