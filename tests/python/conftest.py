@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,11 +33,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path.name == "test_cluster.py")
 
 
+INVOCATIONS = PROJECT_DIR / "target" / "dbt-invocations.jsonl"
+
+
+def record_invocation(args: list[str], seconds: float) -> None:
+    """One line per in-process dbt command (test, arguments, seconds) for `lakehouse
+    test-times`: a file's time is mostly its builds."""
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+    with INVOCATIONS.open("a") as out:
+        out.write(json.dumps({"test": test, "args": args, "seconds": round(seconds, 1)}) + "\n")
+
+
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An isolated data folder (warehouse, metastore, landing zone) for this test run."""
     path = tmp_path_factory.mktemp("lakehouse")
     os.environ["LAKEHOUSE_DATA_DIR"] = str(path)
+    INVOCATIONS.parent.mkdir(exist_ok=True)
+    INVOCATIONS.unlink(missing_ok=True)
     return path
 
 
@@ -77,9 +92,11 @@ def dbt(spark: SparkSession):
         saved = os.environ["LAKEHOUSE_LANDING_DIR"]
         if landing is not None:
             os.environ["LAKEHOUSE_LANDING_DIR"] = str(landing)
+        started = time.monotonic()
         try:
             outcome = runner.invoke([*args, "--target", "ci"])
         finally:
+            record_invocation(args, time.monotonic() - started)
             os.environ["LAKEHOUSE_LANDING_DIR"] = saved
             # a dbt process ends with its session; this one is shared by the whole test run,
             # so a run that died before its on-run-end must not leave its branch set

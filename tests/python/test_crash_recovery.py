@@ -50,14 +50,19 @@ LOAD_TIME_COLUMNS = {
 
 
 class Run:
-    """A `lakehouse dbt ...` process of its own, in its own process group."""
+    """`lakehouse dbt` commands one after another in one process of its own (one JVM, as a
+    scheduler's job running a build and then the nightly maintenance), in its own process group."""
 
-    def __init__(self, data_dir: Path, args: list[str]) -> None:
+    def __init__(self, data_dir: Path, *commands: list[str]) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
         env.update(LAKEHOUSE_DATA_DIR=str(data_dir), LAKEHOUSE_DRIVER_MEMORY="1g")
+        script = (
+            "import sys\nfrom scripts.tasks import run_dbt\n"
+            f"sys.exit(any(run_dbt('ci', args) for args in {list(commands)!r}))"
+        )  # the commands stop at the first that fails
         self.lines: list[str] = []
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "scripts.tasks", "dbt", "--target", "ci", *args],
+            [sys.executable, "-c", script],
             cwd=PROJECT_DIR,
             env=env,
             stdout=subprocess.PIPE,
@@ -72,8 +77,8 @@ class Run:
         for line in self.process.stdout:
             self.lines.append(line.rstrip())
 
-    def saw(self, text: str) -> bool:
-        return any(text in line for line in list(self.lines))
+    def saw(self, text: str, times: int = 1) -> bool:
+        return sum(text in line for line in list(self.lines)) >= times
 
     def kill(self) -> None:
         os.killpg(self.process.pid, signal.SIGKILL)  # the Python driver and its JVM
@@ -93,17 +98,23 @@ def table_dir(data_dir: Path, schema: str, table: str) -> Path:
     return data_dir / "warehouse" / f"{schema}.db" / table
 
 
-def kill_when_files_appear(run: Run, folders: list[Path], after: str) -> set[Path]:
-    """SIGKILL `run` as soon as a new data file shows up in one of `folders` once `after`
-    was logged: the write has started and cannot have committed yet."""
-    before = set().union(*(parquet_files(f) for f in folders))
+def kill_when_files_appear(
+    run: Run, tables: list[Path], after: str, times: int = 1
+) -> tuple[set[Path], dict[Path, int]]:
+    """SIGKILL `run` as soon as a new data file shows up in one of `tables` once `after` was
+    logged `times` times: the write has started and cannot have committed yet. Returns the new
+    files and each table's committed versions when `after` was logged."""
     deadline = time.monotonic() + 600
+    before = None  # the files there when `after` was logged
     while time.monotonic() < deadline and run.process.poll() is None:
-        if run.saw(after):
-            new = set().union(*(parquet_files(f) for f in folders)) - before
+        if before is None and run.saw(after, times):
+            before = set().union(*(parquet_files(t / "data") for t in tables))
+            versions = {t: committed_versions(t) for t in tables}
+        if before is not None:
+            new = set().union(*(parquet_files(t / "data") for t in tables)) - before
             if new:
                 run.kill()
-                return new
+                return new, versions
         time.sleep(0.005)
     raise AssertionError("the run ended before it wrote:\n" + "\n".join(run.lines[-40:]))
 
@@ -122,7 +133,7 @@ def current_metadata(location: Path) -> Path:
 
 
 def committed_versions(location: Path) -> int:
-    return len(list((location / "metadata").glob("*.metadata.json")))
+    return len(list((location / "metadata").glob("*.metadata.json")))  # 0 before the table
 
 
 @pytest.fixture(scope="module")
@@ -142,22 +153,21 @@ def crashed(spark, dbt, tmp_path_factory) -> dict:
     # build writes main directly; with write-audit-publish ODS would wait on the branch)
     events = table_dir(data_dir, "dwd", "dwd_client__events")
     crash = Run(data_dir, ["build", "--vars", json.dumps({"write_audit_publish": False})])
-    facts["build_crash_files"] = kill_when_files_appear(
-        crash, [events / "data"], after="START sql incremental model dwd.dwd_client__events"
+    facts["build_crash_files"], _ = kill_when_files_appear(
+        crash, [events], after="START sql incremental model dwd.dwd_client__events"
     )
-    facts["build_crash_committed"] = (events / "metadata").exists() and committed_versions(events)
-    # the rerun finishes the crashed load's layers and loads the batch delivered meanwhile
+    facts["build_crash_committed"] = committed_versions(events)
+
+    # 2. the rerun finishes the crashed load's layers and loads the batch delivered meanwhile;
+    # then, in the same process, the nightly compaction is killed while it writes the
+    # compacted ODS file (it starts only once the build succeeded)
     for folder in held_back.glob("*/batch=*"):
         folder.rename(data_dir / "landing" / folder.parent.name / folder.name)
-    Run(data_dir, ["build"]).finish()
-
-    # 2. a nightly compaction killed while it writes the compacted ODS file
     ods = [table_dir(data_dir, "ods", t) for t in TABLES["ods"]]
-    versions = {path: committed_versions(path) for path in ods}
     nightly = ["run-operation", "iceberg_maintain_all", "--vars", "{compaction_min_small_files: 2}"]
-    crash = Run(data_dir, nightly)
-    facts["compaction_crash_files"] = kill_when_files_appear(
-        crash, [path / "data" for path in ods], after="Running with dbt"
+    crash = Run(data_dir, ["build"], nightly)
+    facts["compaction_crash_files"], versions = kill_when_files_appear(
+        crash, ods, after="Running with dbt", times=2
     )
     facts["compaction_crash_committed"] = {
         path.name for path in ods if committed_versions(path) != versions[path]

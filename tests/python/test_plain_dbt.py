@@ -4,9 +4,12 @@ subprocess, on a fresh data folder, with nothing but `--profiles-dir profiles`.
 No wrapper and no exported Spark settings: the project's dbt adapter (`type: lakehouse`)
 starts the session from scripts/spark_config.py and creates the metastore's lock tables. One module
 fixture builds once (about a minute of JVM start and build here); the tests read its
-artifacts and run the other commands on the same folder, in file order. The build holds one
-landing batch (its snapshots' first run); the last tests land batch 2, which changes and
-deletes users, take the second snapshot and refresh a table in a way that fails.
+artifacts and run the other commands on the same folder, in file order.
+
+What these commands build is checked in pytest's own session, where a test needs no process
+of its own: the snapshots' second and third runs against the ground truth in
+test_warehouse.py, a full refresh failing while Spark runs it in
+test_dbt_materializations.py. Each command here is a JVM start and a minute of CPU.
 """
 
 from __future__ import annotations
@@ -21,9 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pandas as pd
 import pytest
-from layers import USER_HISTORY_COLUMNS, expected_user_history
 
 from scripts.generate_landing import main as generate_landing
 from scripts.spark_config import PROJECT_DIR
@@ -72,34 +73,12 @@ def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     return result
 
 
-def show(dbt: PlainDbt, sql: str) -> list[dict]:
-    """The rows of a query, read through plain dbt (its own session on the data folder)."""
-    result = ok(dbt("show", "--inline", sql, "--output", "json", "--limit", "-1", "--quiet"))
-    return json.loads(result.stdout[result.stdout.index("{") :])["show"]
-
-
-def nodes(dbt: PlainDbt) -> list[dict]:
-    """The last command's results, without the project's on-run-start/-end hooks."""
-    results = dbt.artifact("run_results.json")["results"]
-    return [r for r in results if not r["unique_id"].startswith("operation.")]
-
-
-def node_statuses(dbt: PlainDbt) -> dict[str, str]:
-    return {r["unique_id"]: r["status"] for r in nodes(dbt)}
-
-
 def land(data: Path, batches: int) -> None:
-    """Land batches 1..n, deterministic from the seed (batches already there stay as they are)."""
+    """Land batches 1..n, deterministic from the seed."""
     generate_landing(
         ["--out", str(data), "--users", "200", "--videos", "50", "--events-per-batch", "300",
          "--batches", str(batches)]
     )  # fmt: skip
-
-
-def users_truth(data: Path, batch: int) -> pd.DataFrame:
-    """The source `users` table after `batch`, from the generator's ground truth."""
-    truth = pd.read_parquet(data / "truth" / "users" / f"batch={batch:06d}.parquet")
-    return truth.rename(columns={"level": "user_level"}).set_index("user_id")
 
 
 @pytest.fixture(scope="module")
@@ -235,75 +214,6 @@ def test_a_failing_test_exits_1_and_names_the_node_then_retry_reruns_only_it(
         if r["unique_id"].startswith("test.")
     ]
     assert rerun == ["test.lakehouse.assert_always_fails"]
-
-
-# -- SCD-2 history across a change and a delete, then a full refresh that fails ----------------
-
-
-def test_snapshot_twice_closes_changed_and_deleted_users(plain_dbt: PlainDbt):
-    """The build took the first snapshot of batch 1. Land batch 2 (users changed and deleted
-    at the source) and build the layers again, snapshots included (one process, no tests):
-    the snapshots' second run is the one dbt-adapters #489 refused on Iceberg."""
-    land(plain_dbt.data, batches=2)
-    before, after = users_truth(plain_dbt.data, 1), users_truth(plain_dbt.data, 2)
-    columns = USER_HISTORY_COLUMNS
-    deleted = before.index.difference(after.index)
-    changed = [
-        k for k in before.index.intersection(after.index)
-        if before.loc[k, columns].tolist() != after.loc[k, columns].tolist()
-    ]  # fmt: skip
-    assert len(deleted) and changed  # the seed's batch 2 does both
-
-    ok(plain_dbt("build", "--exclude", "resource_type:test", "resource_type:unit_test"))
-    snapshots = {k: v for k, v in node_statuses(plain_dbt).items() if k.startswith("snapshot.")}
-    assert snapshots == {
-        "snapshot.lakehouse.dim_users_history": "success",
-        "snapshot.lakehouse.dim_videos_history": "success",
-    }
-    assert node_statuses(plain_dbt)["model.lakehouse.dim_users"] == "success"
-
-    rows = show(
-        plain_dbt,
-        f"select user_id, {', '.join(columns)}, dbt_valid_to is null as is_current"
-        " from dwd.dim_users_history",
-    )
-    history = sorted((r["user_id"], *(r[c] for c in columns), r["is_current"]) for r in rows)
-    assert history == expected_user_history(plain_dbt.data, batches=2)
-    versions = {key: [row[-1] for row in history if row[0] == key] for key in before.index}
-    assert sorted(versions[changed[0]]) == [False, True]  # old version closed, new one current
-    assert versions[deleted[0]] == [False]  # the deleted user's current row, invalidated
-
-
-def test_a_failing_full_refresh_leaves_the_table_its_rows_and_history(
-    plain_dbt: PlainDbt, project_copy: Path
-):
-    """`dbt run --full-refresh` of dim_users__state whose query fails while Spark runs it
-    (after the plan is made): the old table stays readable, with its rows and its history."""
-    model = project_copy / "models/dwd/dimensions/dim_users__state.sql"
-    failing = "select cast(raise_error('the refresh query fails') as bigint) as user_id from (\n"
-    call = "{{ dimension_state("
-    edit(model, lambda sql: sql.replace(call, failing + call, 1) + ")\n")
-    assert failing in model.read_text()
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-
-    failed = plain_dbt("run", "-s", "dim_users__state", "--full-refresh", project=project_copy)
-    assert failed.returncode == 1, failed.stdout[-3000:]
-    (result,) = nodes(plain_dbt)
-    assert (result["unique_id"], result["status"]) == ("model.lakehouse.dim_users__state", "error")
-    assert "the refresh query fails" in result["message"]
-
-    (table,) = show(
-        plain_dbt,
-        "select (select count(*) from dwd.dim_users) as users,"
-        " (select count(*) from dwd.dim_users__state.history) as commits,"
-        f" (select count(*) from dwd.dim_users__state.history where made_current_at >= '{started}')"
-        " as commits_since_the_refresh,"
-        " (select count(*) from dwd.dim_users_history) as versions",
-    )
-    assert table["users"] == len(users_truth(plain_dbt.data, 2))
-    assert table["commits"] >= 2  # batch 1's create and batch 2's merge, still there
-    assert table["commits_since_the_refresh"] == 0
-    assert table["versions"] > table["users"]  # the SCD-2 history is untouched too
 
 
 def test_a_missing_java_runtime_fails_at_once_saying_what_to_run(tmp_path: Path):

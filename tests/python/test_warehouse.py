@@ -17,12 +17,13 @@ from layers import (
     assert_landed_lines_in_ods_once,
     assert_user_history,
     check_layers,
+    expected_user_history,
 )
 
 from scripts.generate_landing import LandingGenerator, Scale
 
 SCALE = Scale(users=400, videos=120, events_per_batch=1_500, batches=3, min_changes_per_batch=15)
-SEED = 11
+SEED = 12  # its batches change users and delete some for good (the snapshots close both)
 TABLES = [
     "ods.ods_client__events",
     "ods.ods_appdb__user_changes",
@@ -79,6 +80,19 @@ def built(spark, dbt, data_dir):
 def test_every_batch_matches_ground_truth_and_recomputation(built):
     assert [b["batch"] for b in built] == list(range(1, SCALE.batches + 1))
     assert all(b["events"] > 0 and b["users"] > 0 for b in built)
+
+
+def test_the_snapshots_close_changed_and_deleted_users(spark, data_dir, built):
+    """Each build's snapshot run was checked against the ground truth's versions; the batches
+    must hold the two cases an SCD-2 history exists for (dbt-adapters #489 was the second run)."""
+    history = expected_user_history(data_dir, SCALE.batches)
+    versions: dict[int, list[bool]] = {}
+    for row in history:
+        versions.setdefault(row[0], []).append(row[-1])
+    assert any(sorted(v) == [False, True] for v in versions.values()), "no user changed"
+    assert any(not any(v) for v in versions.values()), "no user deleted"  # no current row
+    closed = spark.sql("select count(*) from dwd.dim_users_history where dbt_valid_to is not null")
+    assert closed.first()[0] == sum(not row[-1] for row in history)
 
 
 def test_late_events_land_in_their_own_day(spark, built):
