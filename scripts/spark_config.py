@@ -32,8 +32,9 @@ ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 LANDING_DIR_KEY = "spark.lakehouse.landing_dir"
 LOG4J_CONFIG = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
 
-# Embedded targets run Spark in this process; "cluster" goes through a Thrift server.
-MASTERS = {"local": "local[*]", "ci": "local[2]"}
+# Embedded targets run Spark in this process; "cluster" goes through a Thrift server. The `s3`
+# target keeps its tables in object storage and a REST catalog (scripts/object_store.py).
+MASTERS = {"local": "local[*]", "ci": "local[2]", "s3": "local[*]"}
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,16 @@ class DataPaths:
         def pick(name: str, default: Path) -> Path:
             return Path(os.environ.get(name, default)).resolve()
 
+        landing = root / "landing"
+        if target == "s3":
+            from scripts.object_store import ServiceSettings
+
+            landing = ServiceSettings.from_env(root).landing
         return cls(
             root=root,
             warehouse=pick("LAKEHOUSE_WAREHOUSE_DIR", root / "warehouse"),
             metastore=pick("LAKEHOUSE_METASTORE_DIR", root / "metastore"),
-            landing=normalize(os.environ.get("LAKEHOUSE_LANDING_DIR", root / "landing")),
+            landing=normalize(os.environ.get("LAKEHOUSE_LANDING_DIR", landing)),
         )
 
 
@@ -125,7 +131,7 @@ def spark_conf(target: str = "local") -> dict[str, str]:
     java_options = (
         f"-Dderby.system.home={paths.metastore} -Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
     )
-    return {
+    conf = {
         "spark.master": os.environ.get("LAKEHOUSE_SPARK_MASTER", MASTERS[target]),
         "spark.app.name": f"lakehouse-{target}",
         "spark.jars": f"{iceberg_runtime_jar()},{helper_jar(iceberg_runtime_jar())}",
@@ -153,6 +159,15 @@ def spark_conf(target: str = "local") -> dict[str, str]:
         # Small data on two cores: fewer, larger tasks. AQE still coalesces.
         "spark.sql.shuffle.partitions": os.environ.get("LAKEHOUSE_SHUFFLE_PARTITIONS", "8"),
     }
+    if target == "s3":
+        # Iceberg tables in the REST catalog and the bucket; the embedded Derby metastore
+        # keeps only Spark's own objects (landing tables, views)
+        from scripts.object_store import s3_target_conf
+
+        s3 = s3_target_conf(paths.root)
+        conf["spark.jars"] += "," + s3.pop("spark.jars.s3a")
+        conf.update(s3)
+    return conf
 
 
 @dataclass(frozen=True)
@@ -349,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"export {name}={shlex.quote(value)}")
     else:
         for name, value in spark_conf(args.target).items():
-            print(f"{name}={value}")
+            print(f"{name}={'<from the environment>' if name.endswith('.credential') else value}")
     return 0
 
 

@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("test-times", help="the last test run's time per file into docs/testing.md")
     sub.add_parser("lint", help="sqlfluff and ruff")
     dbt = sub.add_parser("dbt", help="run a dbt command in-process")
-    dbt.add_argument("--target", default="local", choices=["local", "ci", "cluster"])
+    dbt.add_argument("--target", default="local", choices=["local", "ci", "s3", "cluster"])
     args, rest = parser.parse_known_args(argv)
 
     if args.command == "lint":
