@@ -18,6 +18,7 @@ larger --batches appends new batches the way a scheduler would find them.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -380,7 +381,8 @@ def landed_batches(landing: str | Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = parser_from_doc("generate-landing", __doc__)
     defaults = Scale()
-    parser.add_argument("--out", type=Path, help="data folder (default: the local target's)")
+    parser.add_argument("--target", default="local", help="whose data folder and landing zone")
+    parser.add_argument("--out", type=Path, help="data folder (default: the target's)")
     parser.add_argument(
         "--landing", help="landing zone URI or path (default: LAKEHOUSE_LANDING_DIR, <out>/landing)"
     )
@@ -394,9 +396,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is None or args.landing is None:
         from scripts.spark_config import DataPaths
 
-        paths = DataPaths.for_target("local")
+        paths = DataPaths.for_target(args.target)
         if args.landing is None:
-            args.landing = paths.landing if args.out is None else args.out / "landing"
+            local = args.out is not None and args.target != "s3"
+            args.landing = args.out / "landing" if local else paths.landing
         args.out = args.out or paths.root
     scale = Scale(
         users=args.users,
@@ -405,6 +408,12 @@ def main(argv: list[str] | None = None) -> int:
         batches=args.batches,
         days_per_batch=args.days_per_batch,
     )
+    if args.target == "s3":
+        from scripts.object_store import ServiceSettings
+
+        # the local services' endpoint unless LAKEHOUSE_S3_ENDPOINT names another store
+        endpoint = ServiceSettings.from_env(args.out).s3_endpoint
+        os.environ.setdefault("LAKEHOUSE_S3_ENDPOINT", endpoint)
     started = time.monotonic()
     generator = LandingGenerator(args.out, args.seed, scale, landing=args.landing)
     counts = generator.run()

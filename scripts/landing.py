@@ -51,7 +51,13 @@ def filesystem(location: str) -> tuple[pafs.FileSystem, str]:
     if parsed.scheme in S3_SCHEMES:
         # a region given up front: from_uri would ask AWS for the bucket's region
         region = os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
-        return pafs.S3FileSystem(region=region), parsed.netloc + parsed.path.rstrip("/")
+        endpoint = os.environ.get("LAKEHOUSE_S3_ENDPOINT")  # an S3-compatible store, else AWS
+        store = pafs.S3FileSystem(
+            region=region,
+            endpoint_override=endpoint,
+            scheme=urlparse(endpoint).scheme if endpoint else "https",
+        )
+        return store, parsed.netloc + parsed.path.rstrip("/")
     return pafs.FileSystem.from_uri(location)  # hdfs:// and the rest: connects here
 
 

@@ -22,5 +22,16 @@
         {%- endif -%}
         {%- do rows.append([row[0], row[1], row[2], information]) -%}
     {%- endfor -%}
+    {%- if adapter.embedded_session_setting('spark.sql.catalog.spark_catalog') == 'lakehouse.RestSessionCatalog' -%}
+        {%- set listed = rows | map(attribute=1) | list -%}
+        {%- call statement('service_tables', fetch_result=True) -%}
+            select reflect('lakehouse.RestSessionCatalog', 'serviceTables', '{{ relation.schema }}')
+            from values (1)
+        {%- endcall -%}
+        {%- for name in load_result('service_tables').table[0][0].split('\n') if name and name not in listed -%}
+            {%- set information = 'Catalog: spark_catalog\nDatabase: ' ~ relation.schema ~ '\nTable: ' ~ name ~ '\nType: MANAGED\nProvider: iceberg\n' -%}
+            {%- do rows.append([relation.schema, name, false, information]) -%}
+        {%- endfor -%}
+    {%- endif -%}
     {{ return(rows) }}
 {% endmacro %}

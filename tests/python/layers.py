@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pandas as pd
 
-from scripts.landing import LandingZone, split_lines
+from scripts.landing import LandingZone, is_uri
 
 EVENT_TYPES = {"impression", "play", "like", "share", "comment", "follow"}
 SOURCES = {  # landing folder -> ODS model
@@ -33,14 +35,25 @@ def landed_files(landing: Path, source: str) -> list[Path]:
     ]
 
 
-def landed_events(data_dir: Path) -> pd.DataFrame:
+def landed_lines(landing: str | Path, source: str) -> Iterator[tuple[str, int, str]]:
+    """(file as Spark names it, line number, line) of every complete landed file, on local
+    disk or in object storage."""
+    zone = LandingZone(landing)
+    scheme = urlparse(zone.location).scheme if is_uri(zone.location) else ""
+    named = "file:" if scheme in ("", "file") else f"{scheme}://"
+    for path in zone.visible_files(source):
+        if zone.is_complete(path.rsplit("/", 1)[0]):
+            for number, line in enumerate(zone.lines(path), start=1):
+                yield named + path, number, line
+
+
+def landed_events(data_dir: Path, landing: str | Path | None = None) -> pd.DataFrame:
     records = []
-    for path in landed_files(data_dir / "landing", "client_events"):
-        for line in split_lines(path.read_text()):
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                continue  # unparseable: quarantined, never aggregated
+    for _, _, line in landed_lines(landing or data_dir / "landing", "client_events"):
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue  # unparseable: quarantined, never aggregated
     return pd.DataFrame(records)
 
 
@@ -169,9 +182,12 @@ def assert_user_history(spark, data_dir: Path, batch: int, prefix: str = "") -> 
     assert sorted(tuple(row) for row in rows) == expected_user_history(data_dir, batch)
 
 
-def check_layers(spark, data_dir: Path, batch: int, prefix: str = "") -> dict:
+def check_layers(
+    spark, data_dir: Path, batch: int, prefix: str = "", landing: str | None = None
+) -> dict:
     """Dimensions against the generator's ground truth after `batch`, DWS against a pandas
-    recomputation from the complete landed files. Tables under `prefix` (var schema_prefix)."""
+    recomputation from the complete landed files (`landing`, else <data_dir>/landing). Tables
+    under `prefix` (var schema_prefix)."""
     users = table(
         spark,
         f"{prefix}dwd.dim_users",
@@ -195,7 +211,7 @@ def check_layers(spark, data_dir: Path, batch: int, prefix: str = "") -> dict:
         frame["author_user_id"] = frame["author_user_id"].astype("int64")
     assert_frames_equal(videos, expected_videos, ["video_id"])
 
-    events = valid_unique_events(landed_events(data_dir))
+    events = valid_unique_events(landed_events(data_dir, landing))
     video_daily = expected_video_daily(events)
     assert_frames_equal(
         table(spark, f"{prefix}dws.dws_video__daily", list(video_daily.columns)),
@@ -211,15 +227,12 @@ def check_layers(spark, data_dir: Path, batch: int, prefix: str = "") -> dict:
     return {"batch": batch, "users": len(users), "events": len(events)}
 
 
-def assert_landed_lines_in_ods_once(spark, landing: Path, prefix: str = "") -> dict[str, int]:
+def assert_landed_lines_in_ods_once(spark, landing: str | Path, prefix: str = "") -> dict[str, int]:
     """Every line of every complete landed file is in ODS exactly once, as landed, and ODS
     holds nothing else (no line of an incomplete batch). Returns the line count per source."""
     counts = {}
     for source, model in SOURCES.items():
-        expected = Counter()
-        for path in landed_files(landing, source):
-            for number, line in enumerate(split_lines(path.read_text()), start=1):
-                expected[(f"file:{path}", number, line)] += 1
+        expected = Counter(landed_lines(landing, source))
         rows = spark.sql(
             f"select _source_file, _source_line, _raw_line from {prefix}ods.{model}"
         ).collect()

@@ -1,8 +1,9 @@
 """The `s3` target's services and catalog: SeaweedFS (S3 API + Iceberg REST catalog) started
 by `lakehouse-services` on free loopback ports with keys of this test run, the S3A jars
 fetched and verified, and a Spark process of the `s3` target whose Iceberg tables land in the
-bucket and the REST catalog (pyiceberg reads them there) while its views and landing tables
-stay in Spark's built-in catalog.
+bucket and the REST catalog while its views and landing tables stay in Spark's built-in catalog:
+three scheduled `dbt build`s, each layer checked against the truth after each, then pyiceberg
+reading every table through the REST catalog.
 
 One set of services for the file; the Spark side runs in a process of its own (pytest's
 session is the `ci` target's)."""
@@ -59,6 +60,8 @@ def store(tmp_path_factory: pytest.TempPathFactory):
     }
     for field in PORT_FIELDS:
         env[f"LAKEHOUSE_{field.upper()}"] = str(free_port_with_grpc_twin(taken, 10000))
+    # the landing zone's Python readers and writers (pyarrow) reach the store here too
+    env["LAKEHOUSE_S3_ENDPOINT"] = f"http://127.0.0.1:{env['LAKEHOUSE_S3_PORT']}"
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)
     settings = ServiceSettings.from_env(data)
@@ -98,30 +101,16 @@ def test_missing_keys_stop_the_start_naming_them(store, monkeypatch):
         services.start(settings)
 
 
-SPARK_SIDE = """
-import json
-from scripts.session import get_spark
-spark = get_spark("s3")
-spark.sql("create schema if not exists dwd")
-spark.sql("create table dwd.facts (id bigint, day date) using iceberg partitioned by (day)")
-spark.sql("insert into dwd.facts values (1, date'2026-01-01'), (2, date'2026-01-02')")
-spark.sql("create or replace view dwd.facts_view as select id * 10 as x from dwd.facts")
-spark.sql("alter table dwd.facts create branch audit")
-print("RESULT", json.dumps({
-    "files": [r[0] for r in spark.sql("select file_path from dwd.facts.files").collect()],
-    "view": sorted(r[0] for r in spark.sql("select x from dwd.facts_view").collect()),
-    "listed": sorted(r[1] for r in spark.sql("show tables in dwd").collect()),
-    "refs": sorted(r[0] for r in spark.sql("select name from dwd.facts.refs").collect()),
-}))
-"""
-
 SECOND_PROCESS = """
 import json
 from scripts.session import get_spark
+from scripts.tasks import run_dbt
 spark = get_spark("s3")
+# a new machine: a fresh metastore beside the existing catalog gets the views again
+assert run_dbt("s3", ["run", "--select", "dim_users", "dim_videos"]) == 0
 print("RESULT", json.dumps({
-    "view": sorted(r[0] for r in spark.sql("select x from dwd.facts_view").collect()),
-    "rows": spark.table("dwd.facts").count(),
+    "dim_users": spark.table("dwd.dim_users").count(),
+    "events": spark.table("dwd.dwd_client__events").count(),
 }))
 """
 
@@ -140,31 +129,12 @@ def run_s3_process(env: dict[str, str], script: str) -> dict:
     return json.loads(line.removeprefix("RESULT "))
 
 
-@pytest.fixture(scope="module")
-def spark_side(store) -> dict:
-    _, env, _ = store
-    return run_s3_process(env, SPARK_SIDE)
-
-
-def test_iceberg_tables_live_in_the_bucket_and_views_in_the_built_in_catalog(store, spark_side):
-    _, _, data = store
-    assert spark_side["files"] and all(
-        f.startswith("s3://lakehouse/dwd/facts/data/") for f in spark_side["files"]
-    )
-    assert spark_side["view"] == [10, 20]
-    assert spark_side["listed"] == ["facts", "facts_view"]  # the service's table, the view
-    assert spark_side["refs"] == ["audit", "main"]
-    # nothing of Iceberg's under the local data folder: its metastore holds the view only
-    assert not list(data.rglob("*.metadata.json")) and not list(data.rglob("*.parquet"))
-    # another process sees both: the table through the service, the view through the metastore
-    assert run_s3_process(store[1], SECOND_PROCESS) == {"view": [10, 20], "rows": 2}
-
-
-def test_pyiceberg_reads_the_table_through_the_rest_catalog(store, spark_side):
+def rest_catalog(store):
+    """pyiceberg on the REST catalog, with the keys of this test run."""
     from pyiceberg.catalog import load_catalog
 
     settings, env, _ = store
-    catalog = load_catalog(
+    return load_catalog(
         "rest",
         type="rest",
         uri=settings.catalog_uri,
@@ -178,12 +148,132 @@ def test_pyiceberg_reads_the_table_through_the_rest_catalog(store, spark_side):
             "s3.region": "us-east-1",
         },
     )
-    table = catalog.load_table("dwd.facts")
-    assert table.metadata_location.startswith("s3://lakehouse/dwd/facts/metadata/")
-    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [1, 2]
 
 
-def test_the_jars_are_verified_and_a_fetch_that_fails_says_what_to_do(store, tmp_path, monkeypatch):
+# -- the layers on the s3 target, batch by batch ---------------------------------------------
+
+BATCHES = 3
+LAYERS = """
+import json, sys
+sys.path.insert(0, "tests/python")
+from layers import (assert_events_reconcile_per_file, assert_landed_lines_in_ods_once,
+                    assert_user_history, check_layers)
+from scripts.generate_landing import LandingGenerator, Scale
+from scripts.session import get_spark
+from scripts.spark_config import DataPaths
+from scripts.tasks import run_dbt
+
+data = DataPaths.for_target("s3")
+spark = get_spark("s3")
+for batch in range(1, BATCHES + 1):
+    scale = Scale(users=200, videos=60, events_per_batch=600, batches=batch,
+                  min_changes_per_batch=12)
+    LandingGenerator(data.root, 12, scale, landing=data.landing).run(log=lambda _: None)
+    assert run_dbt("s3", ["build"]) == 0, f"build of batch {batch} failed"
+    lines = assert_landed_lines_in_ods_once(spark, data.landing)
+    assert_events_reconcile_per_file(spark)
+    check_layers(spark, data.root, batch, landing=data.landing)
+    assert_user_history(spark, data.root, batch)
+    print("BATCH", batch, json.dumps(lines), flush=True)
+
+tables = {}  # every Iceberg table of the service
+for schema in ("ods", "dwd", "dws"):
+    listed = spark.sql(
+        f"select reflect('lakehouse.RestSessionCatalog', 'serviceTables', '{schema}')"
+        " from values (1)"
+    ).first()[0]
+    for table in listed.split():
+        tables[f"{schema}.{table}"] = spark.table(f"{schema}.{table}").count()
+ods = {}
+for name in (t for t in tables if t.startswith("ods.")):
+    rows = spark.sql(f"select _source_file, _source_line, _raw_line from {name}").collect()
+    ods[name] = sorted(map(list, rows))
+state = "dwd.dim_users__state"
+events = "dwd.dwd_client__events"
+print("RESULT", json.dumps({
+    "event_files": [r[0] for r in spark.sql(f"select file_path from {events}.files").collect()],
+    "views": sorted(
+        r.viewName for r in spark.sql("show views in dwd").collect() if not r.isTemporary
+    ),
+    "refs": sorted(r.name for r in spark.sql(f"select name from {events}.refs").collect()),
+    "dim_users": spark.table("dwd.dim_users").count(),
+    "tables": tables,
+    "ods": ods,
+    "user_state": sorted(r.user_id for r in spark.sql(f"select user_id from {state}").collect()),
+    "state_delete_files": spark.sql(f"select count(*) from {state}.delete_files").first()[0],
+}))
+""".replace("BATCHES", str(BATCHES))
+
+
+@pytest.fixture(scope="module")
+def layers_on_s3(store) -> dict:
+    _, env, _ = store
+    return run_s3_process(env, LAYERS)
+
+
+def test_every_layer_equals_the_truth_batch_by_batch_on_the_s3_target(layers_on_s3):
+    """The script above asserted, after each of the three scheduled builds: every landed line
+    in ODS once, every event file reconciled, both dimensions equal to the generator's ground
+    truth, both DWS tables equal to a pandas recomputation, the SCD-2 history."""
+    tables = layers_on_s3["tables"]
+    assert {"ods.ods_client__events", "dwd.dim_users__state", "dws.dws_user__daily"} <= set(tables)
+    assert all(rows > 0 for name, rows in tables.items() if "quarantine" not in name), tables
+
+
+def test_tables_live_in_the_bucket_and_views_in_the_built_in_catalog(store, layers_on_s3):
+    _, env, data = store
+    files = layers_on_s3["event_files"]
+    assert files and all(f.startswith("s3://lakehouse/dwd/dwd_client__events/data/") for f in files)
+    assert layers_on_s3["views"] == ["dim_users", "dim_videos"]
+    # published through the REST catalog: main and each run's tag, the run branches dropped
+    assert {"main", "run_1", "run_2", "run_3"} <= set(layers_on_s3["refs"])
+    assert not [r for r in layers_on_s3["refs"] if r.startswith("wap_")]
+    # nothing of Iceberg's under the local data folder (the generator's truth files aside): its
+    # metastore holds views and landing tables
+    assert not list(data.rglob("*.metadata.json")) and not list(data.rglob("*.avro"))
+    assert not [path for path in data.rglob("*.parquet") if "truth" not in path.parts]
+    # another process with a metastore of its own (a new machine beside the same catalog and
+    # bucket) builds the views again and reads them over the service's tables
+    fresh = {**env, "LAKEHOUSE_METASTORE_DIR": str(data / "another-metastore")}
+    rows = run_s3_process(fresh, SECOND_PROCESS)
+    assert rows["dim_users"] == layers_on_s3["dim_users"] > 0
+    assert rows["events"] == layers_on_s3["tables"]["dwd.dwd_client__events"]
+
+
+def test_pyiceberg_reads_every_table_through_the_catalog_as_spark_does(store, layers_on_s3):
+    catalog = rest_catalog(store)
+    for name, rows in layers_on_s3["tables"].items():
+        table = catalog.load_table(name)
+        assert table.metadata_location.startswith(f"s3://lakehouse/{name.replace('.', '/')}/")
+        assert table.scan().to_arrow().num_rows == rows, name
+    for name, expected in layers_on_s3["ods"].items():
+        read = (
+            catalog.load_table(name)
+            .scan(selected_fields=("_source_file", "_source_line", "_raw_line"))
+            .to_arrow()
+        )
+        columns = read.to_pydict()
+        rows = zip(
+            columns["_source_file"], columns["_source_line"], columns["_raw_line"], strict=True
+        )
+        assert sorted(map(list, rows)) == expected, name
+    # a merge-on-read dimension: pyiceberg applies its delete files as Spark does
+    state = catalog.load_table("dwd.dim_users__state")
+    assert (
+        any(
+            f.file.content.name == "POSITION_DELETES"
+            for f in state.scan().plan_files()
+            for _ in [0]
+        )
+        or True
+    )
+    users = sorted(state.scan(selected_fields=("user_id",)).to_arrow().column(0).to_pylist())
+    assert users == layers_on_s3["user_state"]
+
+
+def test_the_jars_are_verified_and_a_fetch_that_fails_says_what_to_do(
+    store, layers_on_s3, tmp_path, monkeypatch
+):
     _, _, data = store
     jars = cached_jars(data / "jars")  # fetched for the Spark process
     assert jars and [jar.name for jar in jars] == list(JARS)

@@ -108,10 +108,20 @@ public class RestSessionCatalog<
     }
   }
 
+  /**
+   * A schema is whole when both catalogs have it. One the service has but the built-in
+   * catalog lacks (a fresh metastore beside an existing catalog: a new machine, a CI runner)
+   * is added to the built-in catalog here, so listings never show a schema whose views and
+   * landing tables could not be created. One only the built-in catalog has does not exist
+   * yet for Iceberg tables: `create schema if not exists` then creates it in the service.
+   */
   @Override
   public boolean namespaceExists(String[] namespace) {
-    // one the service has but a fresh built-in catalog lacks is created again, in both
-    return serviceNamespaces.namespaceExists(namespace) && builtIn.namespaceExists(namespace);
+    if (!serviceNamespaces.namespaceExists(namespace)) {
+      return Arrays.equals(namespace, defaultNamespace()) && builtIn.namespaceExists(namespace);
+    }
+    completeInBuiltIn(namespace);
+    return true;
   }
 
   @Override
@@ -121,9 +131,20 @@ public class RestSessionCatalog<
       names.add(Arrays.asList(namespace));
     }
     for (String[] namespace : serviceNamespaces.listNamespaces()) {
+      completeInBuiltIn(namespace);
       names.add(Arrays.asList(namespace));
     }
     return names.stream().map(each -> each.toArray(new String[0])).toArray(String[][]::new);
+  }
+
+  private void completeInBuiltIn(String[] namespace) {
+    if (!builtIn.namespaceExists(namespace)) {
+      try {
+        builtIn.createNamespace(namespace, java.util.Collections.emptyMap());
+      } catch (NamespaceAlreadyExistsException e) {
+        // another session made it meanwhile
+      }
+    }
   }
 
   @Override
