@@ -50,21 +50,19 @@ def _free(port: int) -> bool:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory):
-    """Running services, and the environment a process of the `s3` target needs."""
+    """Running services, and the environment a process of the `s3` target needs (only that:
+    pytest's own LAKEHOUSE_* settings, its landing folder above all, must not leak into it)."""
     data = tmp_path_factory.mktemp("s3target")
+    keys = {"AWS_ACCESS_KEY_ID": "lakehouse-test", "AWS_SECRET_ACCESS_KEY": secrets.token_hex(16)}
     taken: set[int] = set()
-    env = {
-        "LAKEHOUSE_DATA_DIR": str(data),
-        "AWS_ACCESS_KEY_ID": "lakehouse-test",
-        "AWS_SECRET_ACCESS_KEY": secrets.token_hex(16),  # this run's only
-    }
-    for field in PORT_FIELDS:
-        env[f"LAKEHOUSE_{field.upper()}"] = str(free_port_with_grpc_twin(taken, 10000))
+    ports = {field: free_port_with_grpc_twin(taken, 10000) for field in PORT_FIELDS}
+    env = {"LAKEHOUSE_DATA_DIR": str(data), **keys}
+    env.update({f"LAKEHOUSE_{field.upper()}": str(port) for field, port in ports.items()})
     # the landing zone's Python readers and writers (pyarrow) reach the store here too
-    env["LAKEHOUSE_S3_ENDPOINT"] = f"http://127.0.0.1:{env['LAKEHOUSE_S3_PORT']}"
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    settings = ServiceSettings.from_env(data)
+    env["LAKEHOUSE_S3_ENDPOINT"] = f"http://127.0.0.1:{ports['s3_port']}"
+    settings = ServiceSettings(root=data / "services", **ports)
+    saved = {name: os.environ.get(name) for name in keys}
+    os.environ.update(keys)  # this process signs its S3 calls with them too
     try:
         services.start(settings, log=print)
         yield settings, env, data
@@ -116,10 +114,11 @@ print("RESULT", json.dumps({
 
 
 def run_s3_process(env: dict[str, str], script: str) -> dict:
+    own = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=PROJECT_DIR,
-        env={**os.environ, **env, "LAKEHOUSE_DRIVER_MEMORY": "1g"},
+        env={**own, **env, "LAKEHOUSE_DRIVER_MEMORY": "1g"},
         capture_output=True,
         text=True,
         timeout=600,
@@ -164,6 +163,7 @@ from scripts.spark_config import DataPaths
 from scripts.tasks import run_dbt
 
 data = DataPaths.for_target("s3")
+assert data.landing.startswith("s3a://"), data.landing  # the bucket, never a local folder
 spark = get_spark("s3")
 for batch in range(1, BATCHES + 1):
     scale = Scale(users=200, videos=60, events_per_batch=600, batches=batch,
