@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -101,7 +102,7 @@ def s3_filesystem(settings: ServiceSettings):
         access_key=key,
         secret_key=secret,
         endpoint_override=settings.s3_endpoint,
-        scheme="http",
+        scheme=urllib.parse.urlparse(settings.s3_endpoint).scheme or "http",
         region=os.environ.get("AWS_REGION", "us-east-1"),
         connect_timeout=2,
         request_timeout=5,
