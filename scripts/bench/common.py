@@ -76,6 +76,8 @@ class BenchResult:
     checks: list[Check]
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # one {name, target, measured, met} per goal the benchmark's issue names
+    goals: list[dict[str, Any]] = field(default_factory=list)
 
 
 # -- timing ---------------------------------------------------------------------------------
@@ -224,6 +226,20 @@ def markdown(result: BenchResult, info: dict[str, str]) -> str:
             lines.append(
                 f"| {check.name} | {fmt(check.ratio)} | <= {fmt(check.goal)} | "
                 f"{'yes' if check.met else 'NO'} |"
+            )
+        lines.append("")
+    if result.goals:
+        lines += ["| goal | target | measured | met |", "|---|---|---|---|"]
+        for goal in result.goals:
+            measured = goal["measured"]
+            shown = (
+                ", ".join(f"{k} {fmt(v)}" for k, v in measured.items())
+                if isinstance(measured, dict)
+                else fmt(measured)
+            )
+            lines.append(
+                f"| {goal['name']} | {goal['target']} | {shown} | "
+                f"{'yes' if goal['met'] else 'NO'} |"
             )
         lines.append("")
     for check in result.checks:

@@ -13,39 +13,21 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from test_cluster import is_loopback, listening_addresses
 
 from scripts import services
-from scripts.object_store import ServiceError, ServiceSettings
+from scripts.object_store import ServiceError
 from scripts.s3a_jars import JARS, JarsMissing, cached_jars, fetch
+from scripts.services import PORT_FIELDS, check_before_session
 from scripts.spark_config import PROJECT_DIR
 
-PORT_FIELDS = ("s3_port", "catalog_port", "master_port", "volume_port", "filer_port", "admin_port")
-
-
-def free_port_with_grpc_twin(taken: set[int], offset: int) -> int:
-    """A loopback port free together with port + offset (SeaweedFS's gRPC twin)."""
-    for port in range(21000, 29000, 7):
-        if port in taken or port + offset in taken:
-            continue
-        if all(_free(p) for p in (port, port + offset)):
-            taken.update((port, port + offset))
-            return port
-    raise RuntimeError("no free port pair")
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+DBT = Path(sys.executable).with_name("dbt")
 
 
 @pytest.fixture(scope="module")
@@ -54,13 +36,11 @@ def store(tmp_path_factory: pytest.TempPathFactory):
     pytest's own LAKEHOUSE_* settings, its landing folder above all, must not leak into it)."""
     data = tmp_path_factory.mktemp("s3target")
     keys = {"AWS_ACCESS_KEY_ID": "lakehouse-test", "AWS_SECRET_ACCESS_KEY": secrets.token_hex(16)}
-    taken: set[int] = set()
-    ports = {field: free_port_with_grpc_twin(taken, 10000) for field in PORT_FIELDS}
+    settings = services.on_free_ports(data / "services")
     env = {"LAKEHOUSE_DATA_DIR": str(data), **keys}
-    env.update({f"LAKEHOUSE_{field.upper()}": str(port) for field, port in ports.items()})
+    env.update({f"LAKEHOUSE_{name.upper()}": str(getattr(settings, name)) for name in PORT_FIELDS})
     # the landing zone's Python readers and writers (pyarrow) reach the store here too
-    env["LAKEHOUSE_S3_ENDPOINT"] = f"http://127.0.0.1:{ports['s3_port']}"
-    settings = ServiceSettings(root=data / "services", **ports)
+    env["LAKEHOUSE_S3_ENDPOINT"] = settings.s3_endpoint
     saved = {name: os.environ.get(name) for name in keys}
     os.environ.update(keys)  # this process signs its S3 calls with them too
     try:
@@ -113,19 +93,36 @@ print("RESULT", json.dumps({
 """
 
 
-def run_s3_process(env: dict[str, str], script: str) -> dict:
+def process_env(env: dict[str, str]) -> dict[str, str]:
+    """A process of the `s3` target: the store's environment, dbt's target/ and logs in the
+    data folder (not the checkout's, which pytest's own dbt runs use)."""
     own = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
+    data = Path(env["LAKEHOUSE_DATA_DIR"])
+    return {
+        **own,
+        **env,
+        "LAKEHOUSE_DRIVER_MEMORY": "1g",
+        "DBT_TARGET_PATH": str(data / "target"),
+        "DBT_LOG_PATH": str(data / "logs"),
+    }
+
+
+def run_s3_process(env: dict[str, str], script: str) -> dict:
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=PROJECT_DIR,
-        env={**own, **env, "LAKEHOUSE_DRIVER_MEMORY": "1g"},
+        env=process_env(env),
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
-    return json.loads(line.removeprefix("RESULT "))
+    reports = {  # the script's "RESULT {json}" line, and any other "TAG {json}" line
+        line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1])
+        for line in done.stdout.splitlines()
+        if line.split(" ", 1)[0] in ("RESULT", "NIGHTLY")
+    }
+    return {**reports.pop("RESULT"), **{tag.lower(): report for tag, report in reports.items()}}
 
 
 def rest_catalog(store):
@@ -158,22 +155,41 @@ sys.path.insert(0, "tests/python")
 from layers import (assert_events_reconcile_per_file, assert_landed_lines_in_ods_once,
                     assert_user_history, check_layers)
 from scripts.generate_landing import LandingGenerator, Scale
+from scripts.iceberg_java import IcebergTable
+from scripts.landing import MARKER, LandingZone, filesystem, join
 from scripts.session import get_spark
 from scripts.spark_config import DataPaths
 from scripts.tasks import run_dbt
 
 data = DataPaths.for_target("s3")
 assert data.landing.startswith("s3a://"), data.landing  # the bucket, never a local folder
+zone = LandingZone(data.landing)
 spark = get_spark("s3")
 for batch in range(1, BATCHES + 1):
     scale = Scale(users=200, videos=60, events_per_batch=600, batches=batch,
                   min_changes_per_batch=12)
     LandingGenerator(data.root, 12, scale, landing=data.landing).run(log=lambda _: None)
-    assert run_dbt("s3", ["build"]) == 0, f"build of batch {batch} failed"
+    if batch == 2:  # the events writer is mid-batch: files there, the marker not yet
+        pending = zone.batch_folder("client_events", 2)
+        zone.fs.delete_file(join(pending, MARKER))
+    # the last build leaves the merge-on-read state's delete files (its post-hook folds
+    # them otherwise) for pyiceberg to apply
+    keep_deletes = {"dim_users__state": {"rewrite_data_files": None,
+                                         "rewrite_position_delete_files": None}}
+    variables = {"maintenance_overrides": keep_deletes} if batch == BATCHES else {}
+    assert run_dbt("s3", ["build", "--vars", json.dumps(variables)]) == 0, f"batch {batch}"
+    # ODS holds every line of the complete batches once and nothing of the pending one; the
+    # next run's generator rewrites the pending files (same names, same bytes) and marks them
     lines = assert_landed_lines_in_ods_once(spark, data.landing)
     assert_events_reconcile_per_file(spark)
     check_layers(spark, data.root, batch, landing=data.landing)
     assert_user_history(spark, data.root, batch)
+    if batch == 2:
+        held = sum(len(zone.lines(path)) for path in zone.visible_files("client_events")
+                   if "/batch=000002/" in path)
+        loaded = spark.sql("select count(*) from ods.ods_client__events"
+                           " where _source_file like '%/batch=000002/%'").first()[0]
+        assert held > 0 and loaded == 0, (held, loaded)
     print("BATCH", batch, json.dumps(lines), flush=True)
 
 tables = {}  # every Iceberg table of the service
@@ -201,7 +217,63 @@ print("RESULT", json.dumps({
     "ods": ods,
     "user_state": sorted(r.user_id for r in spark.sql(f"select user_id from {state}").collect()),
     "state_delete_files": spark.sql(f"select count(*) from {state}.delete_files").first()[0],
-}))
+    "state_snapshot": spark.sql(
+        f"select snapshot_id from {state}.refs where name = 'main'").first()[0],
+}), flush=True)
+
+
+def mains():  # each table's main snapshot, and a checksum of every row a reader of main sees
+    return {
+        name: (
+            spark.sql(f"select snapshot_id from {name}.refs where name = 'main'").first()[0],
+            *spark.sql(f"select count(*), sum(xxhash64(to_json(struct(*)))) from {name}").first(),
+        )
+        for name in tables
+    }
+
+
+# A red run: an event of a user no changelog has delivered, in a batch of its own. Its error
+# test fails: every table's main stays as it was; the run's branch, kept, holds the event.
+published = mains()
+event = json.loads(zone.lines(zone.visible_files("client_events")[-1])[0])
+event.update(event_id="ev-s3-late-user", user_id="987654", _kafka_partition=9,
+             _kafka_offset=900_000_001)
+red = zone.batch_folder("client_events", BATCHES + 1)
+zone.write_file(red, "part-late.jsonl", json.dumps(event) + "\\n")
+zone.mark_complete(red)
+assert run_dbt("s3", ["build"]) == 1, "the red run passed"
+assert mains() == published, "a red run changed a main"
+branches = [r.name for r in spark.sql("select name from ods.ods_client__events.refs").collect()
+            if r.name.startswith("wap_")]
+assert len(branches) == 1, branches
+on_branch = f"select count(*) from ods.ods_client__events version as of '{branches[0]}'"
+assert spark.sql(on_branch).first()[0] == published["ods.ods_client__events"][1] + 1
+
+# The nightly maintenance on the bucket, orphan-file removal included (it lists the store),
+# beside a write in flight: its data file is in a table's folder, not committed yet.
+in_flight = IcebergTable(spark, "spark_catalog.dwd.dim_users__state").write_data_file(
+    [{"user_id": 9_000_000_001}], prefix="in-flight")
+store, path = filesystem(str(in_flight.location()))
+compact = json.dumps({"compaction_min_small_files": 2})
+assert run_dbt("s3", ["run-operation", "iceberg_maintain_all", "--vars", compact]) == 0
+log = spark.sql(
+    "select table_name, steps_run, errors, data_files_before, data_files_after"
+    " from ops.maintenance_log where trigger = 'nightly'"
+).collect()
+maintained = {row.table_name.split(".", 1)[-1].replace("`", "") for row in log}
+print("NIGHTLY", json.dumps({
+    "in_flight_kept": store.get_file_info(path).type.name == "File",
+    "rows_kept": [name for name, (_, *rows) in mains().items()
+                  if tuple(rows) == published[name][1:]],
+    "branch_rows": spark.sql(on_branch).first()[0],
+    "tables": sorted(maintained),
+    "orphans_listed": sorted({row.table_name for row in log
+                              if "remove_orphan_files" in (row.steps_run or [])}),
+    "errors": [row.errors for row in log if row.errors],
+    "compacted": [row.table_name for row in log
+                  if row.data_files_after is not None
+                  and row.data_files_after < row.data_files_before],
+}), flush=True)
 """.replace("BATCHES", str(BATCHES))
 
 
@@ -257,18 +329,29 @@ def test_pyiceberg_reads_every_table_through_the_catalog_as_spark_does(store, la
             columns["_source_file"], columns["_source_line"], columns["_raw_line"], strict=True
         )
         assert sorted(map(list, rows)) == expected, name
-    # a merge-on-read dimension: pyiceberg applies its delete files as Spark does
+    # a merge-on-read dimension: pyiceberg applies its delete files as Spark does (at the
+    # snapshot Spark read: the nightly maintenance has folded them into main since)
     state = catalog.load_table("dwd.dim_users__state")
-    assert (
-        any(
-            f.file.content.name == "POSITION_DELETES"
-            for f in state.scan().plan_files()
-            for _ in [0]
-        )
-        or True
-    )
-    users = sorted(state.scan(selected_fields=("user_id",)).to_arrow().column(0).to_pylist())
-    assert users == layers_on_s3["user_state"]
+    assert layers_on_s3["state_delete_files"] > 0
+    scan = state.scan(snapshot_id=layers_on_s3["state_snapshot"], selected_fields=("user_id",))
+    assert any(task.delete_files for task in scan.plan_files())
+    assert sorted(scan.to_arrow().column(0).to_pylist()) == layers_on_s3["user_state"]
+
+
+def test_a_red_run_and_the_nightly_maintenance_keep_every_published_row(layers_on_s3):
+    """After the script's red run (it asserted every main unchanged and the event on the run's
+    branch only): the nightly maintenance on the bucket, with orphan-file removal listing the
+    store beside a write in flight, ran on every Iceberg model without an error, compacted,
+    kept the in-flight file, every row of main and the red run's branch."""
+    nightly = layers_on_s3["nightly"]
+    assert nightly["errors"] == []
+    assert {"ods_client__events", "dim_users__state", "dws_user__daily"} <= {
+        name.split(".")[-1] for name in nightly["tables"]
+    }
+    assert nightly["orphans_listed"] and nightly["compacted"], nightly
+    assert nightly["in_flight_kept"]
+    assert sorted(nightly["rows_kept"]) == sorted(layers_on_s3["tables"])
+    assert nightly["branch_rows"] == layers_on_s3["tables"]["ods.ods_client__events"] + 1
 
 
 def test_the_jars_are_verified_and_a_fetch_that_fails_says_what_to_do(
@@ -288,6 +371,48 @@ def test_the_jars_are_verified_and_a_fetch_that_fails_says_what_to_do(
     monkeypatch.setenv("PIP_FIND_LINKS", "")
     with pytest.raises(JarsMissing, match=r"could not download sagemaker-pyspark==1\.4\.5"):
         fetch(tmp_path / "elsewhere", log=lambda _: None)
+
+
+def current_snapshots(store, tables) -> dict[str, int | None]:
+    catalog = rest_catalog(store)
+    return {name: catalog.load_table(name).metadata.current_snapshot_id for name in tables}
+
+
+def test_a_build_while_the_services_are_down_fails_at_once_and_changes_nothing(store, layers_on_s3):
+    """Plain `dbt build --target s3` with the store and its catalog stopped: it stops before
+    Spark starts, saying what to run; restarted, the services hold every table as it was."""
+    settings, env, _ = store
+    before = current_snapshots(store, layers_on_s3["tables"])
+    services.stop(settings, log=lambda _: None)
+    try:
+        started = time.monotonic()
+        done = subprocess.run(
+            [str(DBT), "build", "--target", "s3", "--profiles-dir", "profiles"],
+            cwd=PROJECT_DIR,
+            env=process_env(env),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        seconds = time.monotonic() - started
+    finally:
+        services.start(settings, log=lambda _: None)
+    assert done.returncode != 0
+    assert "does not answer" in done.stdout, done.stdout[-3000:]
+    assert "start it with `lakehouse-services start`" in done.stdout
+    assert seconds < 60, seconds  # no JVM started, no retries for minutes
+    assert current_snapshots(store, layers_on_s3["tables"]) == before
+
+
+def test_a_wrong_key_or_a_missing_bucket_stops_the_session_naming_the_fix(store, monkeypatch):
+    settings, _, _ = store
+    landing = settings.landing
+    check_before_session(settings, landing)  # as the services are: nothing to say
+    with pytest.raises(ServiceError, match=r"does not exist.*`lakehouse-services start` creates"):
+        check_before_session(settings, "s3a://no-such-bucket/landing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    with pytest.raises(ServiceError, match="refused AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY"):
+        check_before_session(settings, landing)
 
 
 def test_stop_leaves_no_process_and_no_port(store):

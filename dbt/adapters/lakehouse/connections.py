@@ -127,8 +127,12 @@ def _start_embedded_session() -> None:
         from scripts.session import get_spark
     except ImportError as error:  # pyspark or a pinned dependency missing
         raise RuntimeError(f"cannot start Spark ({error}): {SETUP_HINT}") from error
+    from scripts.object_store import ServiceError
+
     try:
         get_spark(target)
+    except ServiceError:
+        raise  # a service of the target is down or refuses the keys: its message says why
     except FileNotFoundError as error:  # the Iceberg runtime jar
         raise RuntimeError(f"{error}: {SETUP_HINT}") from error
     except RuntimeError as error:  # no Java runtime: find_java says which to install
