@@ -98,14 +98,14 @@ def run(ctx: BenchContext) -> BenchResult:
     seconds = {name: median(measured["dbt build s"]) for name, measured in samples.items()}
     slower = ratio(seconds[S3], seconds[LOCAL])
     table = [
-        {"side": LOCAL, "dbt build s": seconds[LOCAL], "S3 requests": 0, "USD per run": 0.0},
         {
-            "side": S3,
-            "dbt build s": seconds[S3],
-            "S3 requests": sum(requests.values()),
-            **{kind: requests.get(kind, 0) for kind in PRICE_PER_1000},
-            "USD per run": per_run,
-        },
+            "side": side,
+            "dbt build s": seconds[side],
+            "S3 requests": sum(counts.values()),
+            **{kind: counts.get(kind, 0) for kind in PRICE_PER_1000},
+            "USD per run": price,
+        }
+        for side, counts, price in ((LOCAL, {}, 0.0), (S3, requests, per_run))
     ]
     result = BenchResult(
         name="b11",

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from test_cluster import is_loopback, listening_addresses
+from test_concurrency import assert_no_row_lost_and_the_races_real
 
 from scripts import services
 from scripts.object_store import ServiceError
@@ -120,7 +121,7 @@ def run_s3_process(env: dict[str, str], script: str) -> dict:
     reports = {  # the script's "RESULT {json}" line, and any other "TAG {json}" line
         line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1])
         for line in done.stdout.splitlines()
-        if line.split(" ", 1)[0] in ("RESULT", "NIGHTLY")
+        if line.split(" ", 1)[0] in ("RESULT", "NIGHTLY", "CONCURRENCY")
     }
     return {**reports.pop("RESULT"), **{tag.lower(): report for tag, report in reports.items()}}
 
@@ -151,6 +152,7 @@ def rest_catalog(store):
 BATCHES = 3
 LAYERS = """
 import json, sys
+from types import SimpleNamespace
 sys.path.insert(0, "tests/python")
 from layers import (assert_events_reconcile_per_file, assert_landed_lines_in_ods_once,
                     assert_user_history, check_layers)
@@ -274,6 +276,22 @@ print("NIGHTLY", json.dumps({
                   if row.data_files_after is not None
                   and row.data_files_after < row.data_files_before],
 }), flush=True)
+
+# Merges and maintenance racing on merge-on-read tables of the REST catalog, where a commit is
+# the service's atomic swap (no Hive lock): test_concurrency's interleavings, its checks
+from dbt.cli.main import dbtRunner
+from test_concurrency import run_interleaving, seeds, summarize
+
+
+def dbt(args, expect_success=True):
+    messages = []
+    done = dbtRunner(callbacks=[lambda event: messages.append(str(event.info.msg))]).invoke(
+        [*args, "--target", "s3"])
+    return SimpleNamespace(success=bool(done.success), log="\\n".join(messages))
+
+
+print("CONCURRENCY", json.dumps(summarize([run_interleaving(spark, dbt, s) for s in seeds()])),
+      flush=True)
 """.replace("BATCHES", str(BATCHES))
 
 
@@ -352,6 +370,18 @@ def test_a_red_run_and_the_nightly_maintenance_keep_every_published_row(layers_o
     assert nightly["in_flight_kept"]
     assert sorted(nightly["rows_kept"]) == sorted(layers_on_s3["tables"])
     assert nightly["branch_rows"] == layers_on_s3["tables"]["ods.ods_client__events"] + 1
+
+
+def test_merges_racing_maintenance_on_the_rest_catalog_never_lose_or_resurrect_a_row(
+    layers_on_s3,
+):
+    """test_concurrency's interleavings (merges from one session, maintenance through dbt from
+    another) on tables of the REST catalog: every commit is the service's pointer swap, the
+    Hive lock plays no part."""
+    summary = layers_on_s3["concurrency"]
+    print(json.dumps(summary, indent=2))
+    assert summary["interleavings"] >= 20
+    assert_no_row_lost_and_the_races_real(summary)
 
 
 def test_the_jars_are_verified_and_a_fetch_that_fails_says_what_to_do(
