@@ -245,7 +245,17 @@ def _pid(settings: ServiceSettings) -> int | None:
         os.kill(pid, 0)
     except ProcessLookupError:
         return None
-    return pid
+    return None if _is_zombie(pid) else pid
+
+
+def _is_zombie(pid: int) -> bool:
+    """A store that died (SIGKILL, a crash) stays a zombie until the process that started it
+    reaps it, and that process may be busy elsewhere: it is not running."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # no /proc: trust the signal check
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
 def start(settings: ServiceSettings, log=print) -> int:

@@ -151,7 +151,7 @@ def rest_catalog(store):
 
 BATCHES = 3
 LAYERS = """
-import json, sys
+import json, os, signal, subprocess, sys
 from types import SimpleNamespace
 sys.path.insert(0, "tests/python")
 from layers import (assert_events_reconcile_per_file, assert_landed_lines_in_ods_once,
@@ -162,11 +162,43 @@ from scripts.landing import MARKER, LandingZone, filesystem, join
 from scripts.session import get_spark
 from scripts.spark_config import DataPaths
 from scripts.tasks import run_dbt
+from scripts import services
+from scripts.object_store import ServiceSettings
 
 data = DataPaths.for_target("s3")
 assert data.landing.startswith("s3a://"), data.landing  # the bucket, never a local folder
 zone = LandingZone(data.landing)
 spark = get_spark("s3")
+KILLED = {}
+
+
+def kill_the_store_during_a_build():
+    # a scheduled build in another process (the scheduler's run); the store and its catalog
+    # SIGKILLed once that build writes DWD (ODS is on its branch), then started again
+    settings = ServiceSettings.from_env(data.root)
+    # on another node: a metastore of its own (embedded Derby admits one process)
+    node = {**os.environ, "LAKEHOUSE_METASTORE_DIR": str(data.root / "scheduler-metastore")}
+    run = subprocess.Popen([sys.executable, "-c", "from scripts.tasks import run_dbt; "
+                            "raise SystemExit(run_dbt('s3', ['build']))"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=node)
+    for line in run.stdout:
+        if "START sql incremental model dwd.dwd_client__events" in line:
+            store = json.loads((settings.root / "state.json").read_text())["pid"]
+            os.killpg(store, signal.SIGKILL)
+            break
+    else:
+        raise AssertionError("the build never reached dwd_client__events")
+    try:  # the run fails on its own, or its scheduler kills it
+        out, _ = run.communicate(timeout=180)
+        ended = "failed on its own"
+    except subprocess.TimeoutExpired:
+        run.kill()
+        out, _ = run.communicate()
+        ended = "killed after 180 s"
+    assert run.returncode != 0, out[-3000:]
+    services.start(settings, log=lambda _: None)
+    return {"ended": ended, "exit": run.returncode}
+
 for batch in range(1, BATCHES + 1):
     scale = Scale(users=200, videos=60, events_per_batch=600, batches=batch,
                   min_changes_per_batch=12)
@@ -174,6 +206,8 @@ for batch in range(1, BATCHES + 1):
     if batch == 2:  # the events writer is mid-batch: files there, the marker not yet
         pending = zone.batch_folder("client_events", 2)
         zone.fs.delete_file(join(pending, MARKER))
+    if batch == BATCHES:  # first, the scheduled run in whose middle the store dies
+        KILLED.update(kill_the_store_during_a_build())
     # the last build leaves the merge-on-read state's delete files (its post-hook folds
     # them otherwise) for pyiceberg to apply
     keep_deletes = {"dim_users__state": {"rewrite_data_files": None,
@@ -186,6 +220,10 @@ for batch in range(1, BATCHES + 1):
     assert_events_reconcile_per_file(spark)
     check_layers(spark, data.root, batch, landing=data.landing)
     assert_user_history(spark, data.root, batch)
+    if batch == BATCHES:  # what the run the store died under left behind
+        KILLED["branches_left"] = sorted(
+            r.name for r in spark.sql("select name from ods.ods_client__events.refs").collect()
+            if r.name.startswith("wap_"))
     if batch == 2:
         held = sum(len(zone.lines(path)) for path in zone.visible_files("client_events")
                    if "/batch=000002/" in path)
@@ -218,6 +256,7 @@ print("RESULT", json.dumps({
     "tables": tables,
     "ods": ods,
     "user_state": sorted(r.user_id for r in spark.sql(f"select user_id from {state}").collect()),
+    "killed_run": KILLED,
     "state_delete_files": spark.sql(f"select count(*) from {state}.delete_files").first()[0],
     "state_snapshot": spark.sql(
         f"select snapshot_id from {state}.refs where name = 'main'").first()[0],
@@ -246,7 +285,7 @@ zone.mark_complete(red)
 assert run_dbt("s3", ["build"]) == 1, "the red run passed"
 assert mains() == published, "a red run changed a main"
 branches = [r.name for r in spark.sql("select name from ods.ods_client__events.refs").collect()
-            if r.name.startswith("wap_")]
+            if r.name.startswith("wap_") and r.name not in KILLED["branches_left"]]
 assert len(branches) == 1, branches
 on_branch = f"select count(*) from ods.ods_client__events version as of '{branches[0]}'"
 assert spark.sql(on_branch).first()[0] == published["ods.ods_client__events"][1] + 1
@@ -310,14 +349,30 @@ def test_every_layer_equals_the_truth_batch_by_batch_on_the_s3_target(layers_on_
     assert all(rows > 0 for name, rows in tables.items() if "quarantine" not in name), tables
 
 
+def test_the_store_killed_in_a_build_then_restarted_the_next_run_is_exact(layers_on_s3):
+    """Before the third build: a scheduled build in another process, the store and its catalog
+    SIGKILLed while that build wrote DWD, then started again. That run failed; the next one
+    (the script's third build) left every layer equal to the truth, asserted there line by
+    line; what the dead run wrote on its branch was never published (refs, next test)."""
+    killed = layers_on_s3["killed_run"]
+    print(killed)
+    assert killed["exit"] != 0
+    # its branch outlives it: no row in ops.wap_runs, so no retention ever drops it (a leak
+    # recorded in docs/findings.md, found here); main never saw it (the checks above)
+    assert len(killed["branches_left"]) == 1, killed
+
+
 def test_tables_live_in_the_bucket_and_views_in_the_built_in_catalog(store, layers_on_s3):
     _, env, data = store
     files = layers_on_s3["event_files"]
     assert files and all(f.startswith("s3://lakehouse/dwd/dwd_client__events/data/") for f in files)
     assert layers_on_s3["views"] == ["dim_users", "dim_videos"]
-    # published through the REST catalog: main and each run's tag, the run branches dropped
-    assert {"main", "run_1", "run_2", "run_3"} <= set(layers_on_s3["refs"])
-    assert not [r for r in layers_on_s3["refs"] if r.startswith("wap_")]
+    # published through the REST catalog: main and each green run's tag (the run the store
+    # died under published nothing), the run branches dropped
+    refs = layers_on_s3["refs"]
+    assert "main" in refs and len([r for r in refs if r.startswith("run_")]) == BATCHES, refs
+    # (the run the store died under never reached this table; its ODS branch: below)
+    assert not [r for r in refs if r.startswith("wap_")], refs
     # nothing of Iceberg's under the local data folder (the generator's truth files aside): its
     # metastore holds views and landing tables
     assert not list(data.rglob("*.metadata.json")) and not list(data.rglob("*.avro"))
