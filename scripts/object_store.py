@@ -15,6 +15,9 @@ from pathlib import Path
 
 from scripts.s3a_jars import s3a_jars
 
+# the settings fields that are ports (each server's gRPC twin is port + grpc_offset)
+PORT_FIELDS = ("s3_port", "catalog_port", "master_port", "volume_port", "filer_port", "admin_port")
+
 
 class ServiceError(RuntimeError):
     """A service is missing, refused the keys, or failed to start or stop: the message says
@@ -64,6 +67,12 @@ class ServiceSettings:
     @property
     def landing(self) -> str:
         return f"s3a://{self.landing_bucket}/landing"
+
+    def process_env(self) -> dict[str, str]:
+        """The variables that point a process of the `s3` target (Spark, and the landing
+        zone's Python readers and writers) at these services."""
+        env = {f"LAKEHOUSE_{name.upper()}": str(getattr(self, name)) for name in PORT_FIELDS}
+        return {**env, "LAKEHOUSE_S3_ENDPOINT": self.s3_endpoint}
 
     def ports(self) -> dict[str, int]:
         """Every port the local store opens (checked free before start, closed after stop)."""

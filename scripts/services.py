@@ -29,14 +29,11 @@ import urllib.request
 from pathlib import Path
 
 from scripts.cli import parser_from_doc
-from scripts.object_store import ServiceError, ServiceSettings, keys
+from scripts.object_store import PORT_FIELDS, ServiceError, ServiceSettings, keys
 from scripts.spark_config import DataPaths
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
-
-
-PORT_FIELDS = ("s3_port", "catalog_port", "master_port", "volume_port", "filer_port", "admin_port")
 
 
 def on_free_ports(root: Path, first: int = 21000) -> ServiceSettings:

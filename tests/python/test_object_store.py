@@ -25,7 +25,7 @@ from test_concurrency import assert_no_row_lost_and_the_races_real
 from scripts import services
 from scripts.object_store import ServiceError
 from scripts.s3a_jars import JARS, JarsMissing, cached_jars, fetch
-from scripts.services import PORT_FIELDS, check_before_session
+from scripts.services import check_before_session
 from scripts.spark_config import PROJECT_DIR
 
 DBT = Path(sys.executable).with_name("dbt")
@@ -38,10 +38,7 @@ def store(tmp_path_factory: pytest.TempPathFactory):
     data = tmp_path_factory.mktemp("s3target")
     keys = {"AWS_ACCESS_KEY_ID": "lakehouse-test", "AWS_SECRET_ACCESS_KEY": secrets.token_hex(16)}
     settings = services.on_free_ports(data / "services")
-    env = {"LAKEHOUSE_DATA_DIR": str(data), **keys}
-    env.update({f"LAKEHOUSE_{name.upper()}": str(getattr(settings, name)) for name in PORT_FIELDS})
-    # the landing zone's Python readers and writers (pyarrow) reach the store here too
-    env["LAKEHOUSE_S3_ENDPOINT"] = settings.s3_endpoint
+    env = {"LAKEHOUSE_DATA_DIR": str(data), **keys, **settings.process_env()}
     saved = {name: os.environ.get(name) for name in keys}
     os.environ.update(keys)  # this process signs its S3 calls with them too
     try:
