@@ -103,21 +103,14 @@ def s3_target_conf(data_root: Path) -> dict[str, str]:
     catalog (Iceberg tables) and Spark's built-in catalog (landing tables, views), files
     through S3A, and the S3A jars."""
     services = ServiceSettings.from_env(data_root)
-    key, secret = keys()
-    catalog = "spark.sql.catalog.spark_catalog"
     endpoint = services.s3_endpoint
     return {
         "spark.jars.s3a": ",".join(map(str, s3a_jars(data_root / "jars"))),
-        catalog: "lakehouse.RestSessionCatalog",
-        f"{catalog}.type": "rest",
-        f"{catalog}.uri": services.catalog_uri,
-        f"{catalog}.warehouse": services.warehouse,
-        # OAuth2 client credentials: SigV4-signed REST calls need the AWS SDK v2, absent here
-        f"{catalog}.credential": f"{key}:{secret}",
-        f"{catalog}.rest.auth.type": "oauth2",
-        f"{catalog}.oauth2-server-uri": f"{services.catalog_uri}/v1/oauth/tokens",
-        # S3FileIO needs the AWS SDK v2 too: Iceberg reads and writes through Hadoop's S3A
-        f"{catalog}.io-impl": "org.apache.iceberg.hadoop.HadoopFileIO",
+        **rest_catalog_conf("spark_catalog", "lakehouse.RestSessionCatalog", services),
+        # the verification scripts' scratch tables: in the same catalog and bucket, so they
+        # prove what they prove where this target keeps its tables
+        **rest_catalog_conf("verify", "org.apache.iceberg.spark.SparkCatalog", services),
+        "spark.sql.catalog.verify.cache-enabled": "false",  # Java-API commits must be seen
         "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         "spark.hadoop.fs.s3a.endpoint": endpoint,
@@ -133,4 +126,37 @@ def s3_target_conf(data_root: Path) -> dict[str, str]:
         "spark.hadoop.fs.s3a.attempts.maximum": "2",
         "spark.hadoop.fs.s3a.retry.limit": "2",
         "spark.hadoop.fs.s3a.connection.establish.timeout": "5000",
+    }
+
+
+def rest_catalog_conf(name: str, implementation: str, services: ServiceSettings) -> dict[str, str]:
+    """A Spark catalog over the REST catalog service, its files through S3A."""
+    key, secret = keys()
+    catalog = f"spark.sql.catalog.{name}"
+    return {
+        catalog: implementation,
+        f"{catalog}.type": "rest",
+        f"{catalog}.uri": services.catalog_uri,
+        f"{catalog}.warehouse": services.warehouse,
+        # OAuth2 client credentials: SigV4-signed REST calls need the AWS SDK v2, absent here
+        f"{catalog}.credential": f"{key}:{secret}",
+        f"{catalog}.rest.auth.type": "oauth2",
+        f"{catalog}.oauth2-server-uri": f"{services.catalog_uri}/v1/oauth/tokens",
+        # S3FileIO needs the AWS SDK v2 too: Iceberg reads and writes through Hadoop's S3A
+        f"{catalog}.io-impl": "org.apache.iceberg.hadoop.HadoopFileIO",
+    }
+
+
+def pyiceberg_file_io(spark) -> dict[str, str]:
+    """pyiceberg's file-IO properties for reading the files of `spark`'s tables: the object
+    store's endpoint and the environment's keys on the `s3` target, nothing on local disk."""
+    endpoint = spark.conf.get("spark.hadoop.fs.s3a.endpoint", None)
+    if not endpoint:
+        return {}
+    key, secret = keys()
+    return {
+        "s3.endpoint": endpoint,
+        "s3.access-key-id": key,
+        "s3.secret-access-key": secret,
+        "s3.region": os.environ.get("AWS_REGION", "us-east-1"),
     }

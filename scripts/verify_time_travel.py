@@ -168,8 +168,10 @@ def read_paths(spark: SparkSession, name: str, snapshot_id: int) -> dict[str, li
 def pyiceberg_rows(table: IcebergTable, snapshot_id: int) -> list[tuple]:
     from pyiceberg.table import StaticTable
 
+    from scripts.object_store import pyiceberg_file_io
+
     location = table.load().operations().current().metadataFileLocation()
-    static = StaticTable.from_metadata(str(location))
+    static = StaticTable.from_metadata(str(location), pyiceberg_file_io(table.spark))
     arrow = static.scan(snapshot_id=snapshot_id).to_arrow()
     return [tuple(normalised(v) for v in row.values()) for row in arrow.to_pylist()]
 

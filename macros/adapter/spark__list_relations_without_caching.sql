@@ -11,7 +11,11 @@
     Spark also lists the session's temporary views in every schema (no namespace). dbt-spark
     leaves one behind per incremental run (`<model>__dbt_tmp`); in a process that runs more
     than one dbt command (dbtRunner, `lakehouse dbt`, tests) `docs generate` then failed on a
-    catalog entry without a schema. They belong to the session, not the schema: skipped. -#}
+    catalog entry without a schema. They belong to the session, not the schema: skipped.
+
+    Over a REST catalog (the `s3` target) the built-in catalog does not know the Iceberg
+    tables: they are added from the service's listing, and for `docs generate` with the size
+    and row count of main's snapshot (what `Statistics:` says for a Hive table). -#}
 {% macro spark__list_relations_without_caching(relation) %}
     {%- set tables = dbt.spark__list_relations_without_caching(relation) -%}
     {%- set rows = [] -%}
@@ -30,6 +34,14 @@
         {%- endcall -%}
         {%- for name in load_result('service_tables').table[0][0].split('\n') if name and name not in listed -%}
             {%- set information = 'Catalog: spark_catalog\nDatabase: ' ~ relation.schema ~ '\nTable: ' ~ name ~ '\nType: MANAGED\nProvider: iceberg\n' -%}
+            {%- if flags.WHICH == 'generate' -%}  {#- docs: the size Hive's listing would print, from main's snapshot -#}
+                {%- set table = relation.schema ~ '.' ~ name -%}
+                {%- set stats = run_query("select summary['total-files-size'], summary['total-records'] from " ~ table
+                    ~ ".snapshots where snapshot_id = (select snapshot_id from " ~ table ~ ".refs where name = 'main')").rows -%}
+                {%- if stats -%}
+                    {%- set information = information ~ 'Statistics: ' ~ stats[0][0] ~ ' bytes, ' ~ stats[0][1] ~ ' rows\n' -%}
+                {%- endif -%}
+            {%- endif -%}
             {%- do rows.append([relation.schema, name, false, information]) -%}
         {%- endfor -%}
     {%- endif -%}

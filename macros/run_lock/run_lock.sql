@@ -34,9 +34,14 @@
     {#- reflect() may not stand in a MERGE condition: ask first, compare as literals -#}
     {%- set process = run_query(
         "select reflect('lakehouse.RunProcess', 'id'), holder,"
-        ~ " cast(reflect('lakehouse.RunProcess', 'isGone', holder_process) as boolean)"
+        ~ " cast(reflect('lakehouse.RunProcess', 'isGone', holder_process) as boolean),"
+        ~ " load_id, acquired_at, expires_at < current_timestamp()"
         ~ " from " ~ lock ~ " where lock_name = 'warehouse'").rows[0] -%}
     {%- set dead_holder = process[1] if process[2] else none -%}
+    {#- a holder whose process is gone or whose lease ended: the run this one may take over -#}
+    {%- set previous = {'holder': process[1], 'load_id': process[3], 'acquired_at': process[4],
+                        'why': 'its process died' if process[2] else 'its lease ended'}
+                       if process[1] and (process[2] or process[5]) else none -%}
     {%- set merge -%}
         merge into {{ lock }} as held
         using (select 'warehouse' as lock_name) as request
@@ -66,6 +71,9 @@
             ~ " Wait for it to finish. If that run died: dbt run-operation release_run_lock --args '{holder: "
             ~ held.holder ~ "}'") }}
     {%- endif -%}
+    {%- if previous and held.load_id == previous.load_id + 1 -%}
+        {%- do wap_record_abandoned(previous, previous.why ~ " holding the run lock; taken over by invocation " ~ invocation_id) -%}
+    {%- endif -%}
     {{ log("run lock: held by this run (invocation " ~ invocation_id ~ "), load id " ~ held.load_id, info=true) }}
 {% endmacro %}
 
@@ -79,6 +87,12 @@
         {{ exceptions.raise_compiler_error("release_run_lock: holder must be a dbt invocation id, got: " ~ owner) }}
     {%- endif -%}
     {%- if adapter.get_relation(lock.database, lock.schema, lock.identifier) is none -%}{{ return('') }}{%- endif -%}
+    {%- if holder is not none -%}  {#- an operator ending another run's lease: that run is abandoned -#}
+        {%- set held = _run_lock_state() -%}
+        {%- if held.holder == owner -%}
+            {%- do wap_record_abandoned(held, "its lease was ended by release_run_lock") -%}
+        {%- endif -%}
+    {%- endif -%}
     {%- do run_query(
         "update " ~ lock ~ " set holder = null, expires_at = current_timestamp()"
         ~ " where lock_name = 'warehouse' and holder = '" ~ owner ~ "'") -%}

@@ -156,7 +156,16 @@
     {{ return(api.Relation.create(schema=generate_schema_name('ops', none), identifier='wap_runs', type='table')) }}
 {% endmacro %}
 
-{% macro _wap_record(lock, branch, status, published, message) %}
+{#- A run that ended without its on-run-end (killed, or its lease ended): its branch, if it
+    opened one, is a red run's branch, expired after var wap_failed_branch_retention_hours by
+    a later published run like theirs. `run`: the lock's row as that run held it. -#}
+{% macro wap_record_abandoned(run, why) %}
+    {%- do _wap_record(run, wap_branch_of(run.load_id), 'abandoned', [], why, invocation=run.holder) -%}
+    {{ log("write-audit-publish: run " ~ run.load_id ~ " (invocation " ~ run.holder ~ ") abandoned: " ~ why
+        ~ "; its branch " ~ wap_branch_of(run.load_id) ~ ", if any, expires like a red run's", info=true) }}
+{% endmacro %}
+
+{% macro _wap_record(lock, branch, status, published, message, invocation=none) %}
     {%- set runs = wap_runs_relation() -%}
     {%- do run_query('create schema if not exists ' ~ runs.schema) -%}
     {%- do run_query("create table if not exists " ~ runs ~ " (load_id bigint, invocation_id string,"
@@ -166,8 +175,8 @@
     {%- for table in published -%}
         {%- do tables.append(table.relation ~ '@' ~ table.head) -%}
     {%- endfor -%}
-    {%- do run_query("insert into " ~ runs ~ " values (" ~ lock.load_id ~ ", '" ~ invocation_id ~ "', '"
-        ~ branch ~ "', '" ~ status ~ "', timestamp'" ~ lock.acquired_at ~ "', current_timestamp(), '"
+    {%- do run_query("insert into " ~ runs ~ " values (" ~ lock.load_id ~ ", '" ~ (invocation or invocation_id) ~ "', '"
+        ~ branch ~ "', '" ~ status ~ "', " ~ (("timestamp'" ~ lock.acquired_at ~ "'") if lock.acquired_at else 'null') ~ ", current_timestamp(), '"
         ~ tables | join(',') ~ "', '" ~ message | replace("\\", "\\\\") | replace("'", "\\'") ~ "')") -%}
 {% endmacro %}
 

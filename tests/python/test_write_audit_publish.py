@@ -302,7 +302,19 @@ def test_nightly_maintenance_never_runs_while_a_run_holds_the_lock(warehouse, db
     )
     assert not nightly.success and "another run (invocation 0000aaaa-0000) holds" in nightly.log
     assert {table: warehouse.refs(table)["main"] for table in TABLES} == before
-    warehouse.spark.sql(f"update {lock} set holder = null, expires_at = current_timestamp()")
+    # the operator ends that run's lease: it is recorded as abandoned, so its branch expires
+    load_id = warehouse.spark.sql(f"select load_id from {lock}").first()[0]
+    variables = json.dumps({"schema_prefix": PREFIX})
+    dbt(["run-operation", "release_run_lock", "--args", "{holder: 0000aaaa-0000}",
+         "--vars", variables])  # fmt: skip
+    abandoned = warehouse.spark.sql(
+        f"select load_id, branch, message from {PREFIX}ops.wap_runs"
+        " where invocation_id = '0000aaaa-0000' and status = 'abandoned'"
+    ).collect()
+    assert [tuple(r) for r in abandoned] == [
+        (load_id, f"wap_{load_id}", "its lease was ended by release_run_lock")
+    ]
+    assert warehouse.spark.sql(f"select holder from {lock}").first()[0] is None
     nightly = dbt(
         [
             "run-operation",

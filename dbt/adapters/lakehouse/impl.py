@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from typing import Any
 
 from dbt.adapters.base import available
+from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 
@@ -61,3 +64,16 @@ class LakehouseAdapter(SparkAdapter):
     def recomputed_days(self, relation: Any) -> list[str] | None:
         """The days noted for `relation` by this run's rendering of it (once), or None."""
         return self._recomputed_days.pop(str(relation), None)
+
+    def _get_columns_for_catalog(self, relation: Any) -> Iterable[dict[str, Any]]:
+        """dbt-spark falls back to DESCRIBE when a table's listing has no column lines (every
+        Iceberg table over a REST catalog: the `s3` target) and drops the listing's
+        `Statistics:` on that path, so `docs generate` showed no size or row count: put
+        them back."""
+        information = getattr(relation, "information", None) or ""
+        found = re.findall(self.INFORMATION_STATISTICS_REGEX, information)
+        stats = SparkColumn.convert_table_stats(found[0]) if found else {}
+        for column in super()._get_columns_for_catalog(relation):
+            if stats and not any(key.startswith("stats:") for key in column):
+                column.update(stats)
+            yield column
