@@ -191,6 +191,21 @@ def ods_mains():
             for name in ("ods.ods_client__events", "ods.ods_appdb__user_changes")}
 
 
+def end_what_is_left(run):
+    # its scheduler ends what is left of a failed run: the JVM may outlive its Python driver
+    try:
+        os.killpg(run.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            os.killpg(run.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+
+
 def kill_the_store_during_a_build():
     # a scheduled build in another process (the scheduler's run); the store and its catalog
     # SIGKILLed once that build writes DWD (ODS is on its branch), then started again
@@ -199,7 +214,8 @@ def kill_the_store_during_a_build():
     node = {**os.environ, "LAKEHOUSE_METASTORE_DIR": str(data.root / "scheduler-metastore")}
     run = subprocess.Popen([sys.executable, "-c", "from scripts.tasks import run_dbt; "
                             "raise SystemExit(run_dbt('s3', ['build']))"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=node)
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=node,
+                           start_new_session=True)
     overlapping = None
     for line in run.stdout:
         if "run lock: held by this run" in line:
@@ -219,10 +235,11 @@ def kill_the_store_during_a_build():
         out, _ = run.communicate(timeout=180)
         ended = "failed on its own"
     except subprocess.TimeoutExpired:
-        run.kill()
+        os.killpg(run.pid, signal.SIGKILL)
         out, _ = run.communicate()
         ended = "killed after 180 s"
     assert run.returncode != 0, out[-3000:]
+    end_what_is_left(run)
     services.start(settings, log=lambda _: None)
     return {"ended": ended, "exit": run.returncode, "overlapping": overlapping}
 
@@ -265,6 +282,7 @@ def kill_the_store_during_a_compaction():
     except subprocess.TimeoutExpired:
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()
+    end_what_is_left(run)
     reader.join(timeout=60)
     services.start(settings, log=lambda _: None)
     committed = [spark.sql(f"select count(*) from {schema}.{table}.all_data_files"

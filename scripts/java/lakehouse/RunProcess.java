@@ -1,9 +1,12 @@
 package lakehouse;
 
 import java.io.File;
+import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 
 /**
  * Who holds the run lock, and whether that holder is gone. Called from SQL with reflect():
@@ -28,7 +31,19 @@ public final class RunProcess {
     if (at < 1 || !holder.substring(at + 1).equals(host())) return false;
     String pid = holder.substring(0, at);
     if (!pid.matches("[0-9]+") || !new File("/proc/self").exists()) return false;
-    return !new File("/proc/" + pid).exists();
+    return !new File("/proc/" + pid).exists() || isZombie(pid);
+  }
+
+  /** A zombie has exited; it only waits for its parent to collect its exit status. */
+  private static boolean isZombie(String pid) {
+    try {
+      byte[] stat = Files.readAllBytes(new File("/proc/" + pid + "/stat").toPath());
+      String line = new String(stat, StandardCharsets.US_ASCII); // "pid (name) S ..."
+      int close = line.lastIndexOf(')');
+      return close > 0 && line.length() > close + 2 && line.charAt(close + 2) == 'Z';
+    } catch (IOException e) {
+      return true; // it vanished between the two checks
+    }
   }
 
   private static String host() {
