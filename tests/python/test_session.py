@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from scripts.spark_config import PROJECT_DIR
@@ -73,3 +74,36 @@ def test_a_fresh_session_reads_a_metadata_table_first_and_commits_past_a_dead_lo
     assert "refs: main" in read.stdout
     assert "metastore: released 1 lock(s) left by a process that is gone" in read.stdout
     assert "rows: 2" in read.stdout
+
+
+def process_state(pid: int) -> str:
+    """The state letter of /proc/<pid>/stat ("pid (name) S ...")."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+def test_a_lock_holder_gone_or_a_zombie_is_gone_a_live_one_is_not(spark):
+    """The run lock is taken over at once from a holder whose process is gone. A killed run's
+    JVM may linger as a zombie (exited, its exit status never collected by its parent): that
+    holder is gone too, or the next run would wait for the lease to end."""
+    host = spark.sql("select reflect('lakehouse.RunProcess', 'id')").first()[0].split("@", 1)[1]
+
+    def gone(pid: int) -> bool:
+        holder = f"{pid}@{host}"
+        statement = f"select cast(reflect('lakehouse.RunProcess', 'isGone', '{holder}') as boolean)"
+        return spark.sql(statement).first()[0]
+
+    live = subprocess.Popen(["sleep", "60"])
+    zombie = subprocess.Popen(["true"])  # exits at once; not waited for until the end
+    deadline = time.time() + 10
+    while process_state(zombie.pid) != "Z" and time.time() < deadline:
+        time.sleep(0.05)
+    try:
+        assert process_state(zombie.pid) == "Z"
+        assert gone(live.pid) is False
+        assert gone(zombie.pid) is True
+    finally:
+        live.kill()
+        live.wait()
+        zombie.wait()
+    assert gone(live.pid) is True  # collected: no such process
