@@ -155,7 +155,7 @@ def rest_catalog(store):
 
 BATCHES = 3
 LAYERS = """
-import json, os, re, signal, subprocess, sys, time
+import json, os, re, signal, subprocess, sys, threading, time
 from pathlib import Path
 from types import SimpleNamespace
 sys.path.insert(0, "tests/python")
@@ -175,6 +175,7 @@ data = DataPaths.for_target("s3")
 assert data.landing.startswith("s3a://"), data.landing  # the bucket, never a local folder
 zone = LandingZone(data.landing)
 spark = get_spark("s3")
+SERVICES = ServiceSettings.from_env(data.root)
 KILLED = {}
 
 
@@ -191,105 +192,115 @@ def ods_mains():
             for name in ("ods.ods_client__events", "ods.ods_appdb__user_changes")}
 
 
-def end_what_is_left(run):
-    # its scheduler ends what is left of a failed run: the JVM may outlive its Python driver
-    try:
-        os.killpg(run.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    deadline = time.time() + 60
-    while time.time() < deadline:
+class SchedulerRun:
+    # a run of the scheduler on another node: a process of its own, with a metastore of its
+    # own (embedded Derby admits one process); its output read as it comes (a full pipe
+    # would stall it) and kept for the failure message
+    def __init__(self, args):
+        node = {**os.environ, "LAKEHOUSE_METASTORE_DIR": str(data.root / "scheduler-metastore")}
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "import sys; from scripts.tasks import run_dbt;"
+             " raise SystemExit(run_dbt('s3', sys.argv[1:]))", *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=node,
+            start_new_session=True)
+        self.lines, self.new_line = [], threading.Condition()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            with self.new_line:
+                self.lines.append(line)
+                self.new_line.notify_all()
+        with self.new_line:
+            self.new_line.notify_all()
+
+    def wait_for(self, pattern, timeout=600):  # the first line matching, or None if it ended
+        deadline, seen = time.time() + timeout, 0
+        with self.new_line:
+            while time.time() < deadline:
+                for line in self.lines[seen:]:
+                    if re.search(pattern, line):
+                        return line
+                seen = len(self.lines)
+                if self.process.poll() is not None and not self.reader.is_alive():
+                    return None
+                self.new_line.wait(timeout=1)
+        return None
+
+    def output(self):
+        return "".join(self.lines)[-3000:]
+
+    def end_after_the_store_died(self):
+        # the run fails on its own, or its scheduler kills it; the scheduler then ends what is
+        # left of it (the JVM may outlive its Python driver); the store starts again
         try:
-            os.killpg(run.pid, 0)
+            self.process.wait(timeout=180)
+            ended = "failed on its own"
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            ended = "killed after 180 s"
+        assert self.process.returncode != 0, self.output()
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
         except ProcessLookupError:
-            return
-        time.sleep(0.2)
+            pass
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                os.killpg(self.process.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        self.reader.join(timeout=60)
+        services.start(SERVICES, log=lambda _: None)
+        return {"ended": ended, "exit": self.process.returncode}
+
+
+def kill_the_store():  # the object store and its catalog, SIGKILLed
+    os.killpg(json.loads((SERVICES.root / "state.json").read_text())["pid"], signal.SIGKILL)
 
 
 def kill_the_store_during_a_build():
-    # a scheduled build in another process (the scheduler's run); the store and its catalog
-    # SIGKILLed once that build writes DWD (ODS is on its branch), then started again
-    settings = ServiceSettings.from_env(data.root)
-    # on another node: a metastore of its own (embedded Derby admits one process)
-    node = {**os.environ, "LAKEHOUSE_METASTORE_DIR": str(data.root / "scheduler-metastore")}
-    run = subprocess.Popen([sys.executable, "-c", "from scripts.tasks import run_dbt; "
-                            "raise SystemExit(run_dbt('s3', ['build']))"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=node,
-                           start_new_session=True)
-    overlapping = None
-    for line in run.stdout:
-        if "run lock: held by this run" in line:
-            # a second scheduled build while that one holds the lock: refused, writes nothing
-            before = ods_mains()
-            second = dbt(["build"])
-            overlapping = {"refused": not second.success and "run lock: another run" in second.log
-                           and "this run wrote nothing" in second.log,
-                           "mains_unchanged": ods_mains() == before}
-        if "START sql incremental model dwd.dwd_client__events" in line:
-            store = json.loads((settings.root / "state.json").read_text())["pid"]
-            os.killpg(store, signal.SIGKILL)
-            break
-    else:
-        raise AssertionError("the build never reached dwd_client__events")
-    try:  # the run fails on its own, or its scheduler kills it
-        out, _ = run.communicate(timeout=180)
-        ended = "failed on its own"
-    except subprocess.TimeoutExpired:
-        os.killpg(run.pid, signal.SIGKILL)
-        out, _ = run.communicate()
-        ended = "killed after 180 s"
-    assert run.returncode != 0, out[-3000:]
-    end_what_is_left(run)
-    services.start(settings, log=lambda _: None)
-    return {"ended": ended, "exit": run.returncode, "overlapping": overlapping}
+    # a scheduled build (the scheduler's run); the store killed once that build writes DWD
+    # (ODS is on its branch), then started again
+    run = SchedulerRun(["build"])
+    assert run.wait_for("run lock: held by this run"), run.output()
+    # a second scheduled build while that one holds the lock: refused, writes nothing
+    before = ods_mains()
+    second = dbt(["build"])
+    overlapping = {"refused": not second.success and "run lock: another run" in second.log
+                   and "this run wrote nothing" in second.log,
+                   "mains_unchanged": ods_mains() == before}
+    started = run.wait_for("START sql incremental model dwd.dwd_client__events")
+    assert started, "the build never reached dwd_client__events: " + run.output()
+    kill_the_store()
+    return {**run.end_after_the_store_died(), "overlapping": overlapping}
+
 
 def kill_the_store_during_a_compaction():
-    # the nightly maintenance in another process; the store and its catalog SIGKILLed once a
-    # compaction has written a new data file, before it commits, then started again
-    import threading
+    # the nightly maintenance (the scheduler's run); the store killed once a compaction has
+    # written a new data file, before it commits, then started again
     from pyarrow.fs import FileSelector
-    settings = ServiceSettings.from_env(data.root)
-    node = {**os.environ, "LAKEHOUSE_METASTORE_DIR": str(data.root / "scheduler-metastore")}
-    nightly = ["run-operation", "iceberg_maintain_all", "--log-level", "debug",
-               "--vars", json.dumps({"compaction_min_small_files": 2})]
-    run = subprocess.Popen([sys.executable, "-c", "import sys; from scripts.tasks import run_dbt;"
-                            " raise SystemExit(run_dbt('s3', sys.argv[1:]))", *nightly],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=node,
-                           start_new_session=True)
-    started, lines = {}, []
-
-    def drain():  # all of it: a full pipe would stall the compaction
-        for line in run.stdout:
-            lines.append(line)
-            found = re.search(r"running rewrite_data_files on (\\S+)", line)
-            if found and "table" not in started:
-                started["table"] = found[1].replace("`", "")
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    deadline = time.time() + 600
-    while "table" not in started and run.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    assert "table" in started, "".join(lines)[-3000:]
-    schema, table = started["table"].split(".")[-2:]
-    fs, folder = filesystem(f"s3://{settings.warehouse_bucket}/{schema}/{table}/data")
+    run = SchedulerRun(["run-operation", "iceberg_maintain_all", "--log-level", "debug",
+                        "--vars", json.dumps({"compaction_min_small_files": 2})])
+    line = run.wait_for(r"running rewrite_data_files on \\S+")
+    assert line, run.output()
+    found = re.search(r"running rewrite_data_files on (\\S+)", line)[1].replace("`", "")
+    schema, table = found.split(".")[-2:]
+    fs, folder = filesystem(f"s3://{SERVICES.warehouse_bucket}/{schema}/{table}/data")
     listed = lambda: {f.path for f in fs.get_file_info(FileSelector(folder, recursive=True))}
-    before, written = listed(), []
-    while not written and run.poll() is None and time.time() < deadline:
+    before, written, deadline = listed(), [], time.time() + 600
+    while not written and run.process.poll() is None and time.time() < deadline:
         written = sorted(listed() - before)
-    os.killpg(json.loads((settings.root / "state.json").read_text())["pid"], signal.SIGKILL)
-    try:  # the run fails on its own, or its scheduler kills it (its JVM too)
-        run.wait(timeout=180)
-    except subprocess.TimeoutExpired:
-        os.killpg(run.pid, signal.SIGKILL)
-        run.wait()
-    end_what_is_left(run)
-    reader.join(timeout=60)
-    services.start(settings, log=lambda _: None)
+    kill_the_store()
+    ended = run.end_after_the_store_died()
     committed = [spark.sql(f"select count(*) from {schema}.{table}.all_data_files"
                            f" where file_path like '%{path.rsplit('/', 1)[-1]}'").first()[0]
                  for path in written]
     return {"table": f"{schema}.{table}", "written": written, "committed": committed,
-            "exit": run.returncode}
+            "exit": ended["exit"]}
 
 
 def redeliver_into_an_old_folder():
