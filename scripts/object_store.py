@@ -116,6 +116,9 @@ def s3_target_conf(data_root: Path) -> dict[str, str]:
         "spark.hadoop.fs.s3a.endpoint": endpoint,
         "spark.hadoop.fs.s3a.connection.ssl.enabled": str(endpoint.startswith("https")).lower(),
         "spark.hadoop.fs.s3a.path.style.access": "true",
+        # the REST catalogs' credential is a Spark setting: Spark hides its value wherever it
+        # shows settings (UI, event log) only if the name matches this (default: no `credential`)
+        "spark.redaction.regex": "(?i)secret|password|token|access[.]key|credential",
         # keys from the environment only (never in a Spark setting a log could print)
         "spark.hadoop.fs.s3a.aws.credentials.provider": (
             "com.amazonaws.auth.EnvironmentVariableCredentialsProvider"

@@ -339,7 +339,11 @@ def dbt_env(target: str = "local") -> dict[str, str]:
     """Environment variables the dbt profile and project read for an embedded target."""
     paths = DataPaths.for_target(target)
     return {
-        "LAKEHOUSE_SPARK_CONF": json.dumps(spark_conf(target)),
+        # never the REST catalog's credential: an environment is printed (`--export`) and
+        # inherited; the session takes it from the keys when it starts
+        "LAKEHOUSE_SPARK_CONF": json.dumps(
+            {k: v for k, v in spark_conf(target).items() if not k.endswith(".credential")}
+        ),
         "LAKEHOUSE_LANDING_DIR": str(paths.landing),
         "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles"),
         "SPARK_LOCAL_IP": "127.0.0.1",

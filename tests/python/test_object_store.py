@@ -79,6 +79,39 @@ def test_missing_keys_stop_the_start_naming_them(store, monkeypatch):
         services.start(settings)
 
 
+def test_no_printout_or_setting_spark_shows_carries_the_secret_key(store):
+    _, env, _ = store
+    secret = env["AWS_SECRET_ACCESS_KEY"]
+    settings = "from scripts.spark_config import spark_conf; print(json.dumps(spark_conf('s3')))"
+    commands = {
+        "listing": ["-m", "scripts.spark_config", "--target", "s3"],
+        "export": ["-m", "scripts.spark_config", "--target", "s3", "--export"],
+        "settings": ["-c", f"import json; {settings}"],
+    }
+    out = {
+        name: subprocess.run(
+            [sys.executable, *args],
+            cwd=PROJECT_DIR,
+            env=process_env(env),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for name, args in commands.items()
+    }
+    for printout in ("listing", "export"):
+        assert "spark.sql.catalog.spark_catalog.uri" in out[printout], out[printout]
+        assert secret not in out[printout], printout
+    conf = json.loads(out["settings"])
+    holding = [name for name, value in conf.items() if secret in value]
+    assert holding == [
+        "spark.sql.catalog.spark_catalog.credential",
+        "spark.sql.catalog.verify.credential",
+    ], holding
+    hidden = re.compile(conf["spark.redaction.regex"])
+    assert all(hidden.search(name) for name in holding)  # Spark shows them as *********
+
+
 SECOND_PROCESS = """
 import json
 from scripts.session import get_spark
