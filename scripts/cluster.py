@@ -1,13 +1,14 @@
 """Start, check and stop a local Spark standalone cluster with a Spark Thrift Server.
 
-start   Hive Metastore service, Spark master, one worker, then the Thrift server submitted
-        to the master with the Iceberg runtime and the catalog of scripts.spark_config;
-        each step waits for a real readiness signal (a metastore call, the master's JSON
-        listing the worker ALIVE, `select 1` through the Thrift server), never a sleep
+start   Spark master, one worker, then the Thrift server submitted to the master with the
+        Iceberg runtime, the S3A jars and the `s3` target's catalog and buckets (start
+        them first: `lakehouse-services start`); each step waits for a real readiness
+        signal (the master's JSON listing the worker ALIVE, `select 1` through the Thrift
+        server), never a sleep
 status  each component's process, port and readiness; exit 1 when one is not healthy
 stop    terminate every process group, wait, then verify no process and no port is left
 
-Everything binds to 127.0.0.1. State, logs and the warehouse live in data/cluster/
+Everything binds to 127.0.0.1. State and logs live in data/cluster/
 (git-ignored; LAKEHOUSE_CLUSTER_DIR moves it), ports come from ClusterSettings
 (LAKEHOUSE_*_PORT variables). Then: `lakehouse dbt --target cluster build`.
 """
@@ -33,20 +34,22 @@ from pathlib import Path
 from typing import Any
 
 from scripts.cli import parser_from_doc
+from scripts.object_store import ServiceError
 from scripts.spark_config import (
     LOG4J_CONFIG,
     PROJECT_DIR,
     ClusterSettings,
+    DataPaths,
     cluster_spark_conf,
     metastore_conf,
-    pyiceberg_catalog_properties,
 )
 
 # Thrift's client logs every refused connection at ERROR: expected while polling for readiness.
 logging.getLogger("thrift.transport.TSocket").setLevel(logging.CRITICAL)
 
-COMPONENTS = ("metastore", "master", "worker", "thrift")  # start order; stop is the reverse
+COMPONENTS = ("master", "worker", "thrift")  # start order; stop is the reverse
 START_TIMEOUT_S = 240.0
+PROPERTIES_FILE = "thrift-server.properties"  # the Thrift server's settings while it starts
 STOP_TIMEOUT_S = 45.0
 
 
@@ -119,7 +122,7 @@ def metastore_namespaces(cluster: ClusterSettings) -> list[str]:
     """A real metastore call through pyiceberg's Hive client: proves the service answers."""
     from pyiceberg.catalog import load_catalog
 
-    catalog = load_catalog("lakehouse_cluster", **pyiceberg_catalog_properties(cluster))
+    catalog = load_catalog("lakehouse_metastore", type="hive", uri=cluster.metastore_uri)
     return [".".join(ns) for ns in catalog.list_namespaces()]
 
 
@@ -222,21 +225,36 @@ def _command(component: str, cluster: ClusterSettings) -> list[str]:
             *("--work-dir", str(cluster.run / "work")),
             cluster.master_url,
         ]
-    conf = cluster_spark_conf(cluster)
     command = [
         str(bin_dir / "spark-submit"),
         *("--master", cluster.master_url),
         *("--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"),
-        *("--driver-class-path", conf["spark.driver.extraClassPath"]),
+        *("--properties-file", str(_write_properties(cluster))),
     ]
-    for key, value in conf.items():
-        command += ["--conf", f"{key}={value}"]
     return [
         *command,
         *("--hiveconf", f"hive.server2.thrift.port={cluster.thrift_port}"),
         *("--hiveconf", f"hive.server2.thrift.bind.host={cluster.host}"),
         "spark-internal",
     ]
+
+
+def _write_properties(cluster: ClusterSettings) -> Path:
+    """The Thrift server's settings as a file only its owner reads: they carry the REST
+    catalog's credential, which `--conf` on the command line would show to every user
+    (`ps`). spark-submit reads the class paths and driver memory from it too."""
+    path = cluster.run / PROPERTIES_FILE
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as out:
+        for key, value in cluster_spark_conf(cluster).items():
+            out.write(f"{key}={_escaped(value)}\n")
+    return path
+
+
+def _escaped(value: str) -> str:
+    """A value as java.util.Properties reads it back (backslashes, then line breaks)."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
 
 
 def _launch(component: str, cluster: ClusterSettings) -> subprocess.Popen[bytes]:
@@ -296,7 +314,8 @@ def start(cluster: ClusterSettings, log: Callable[[str], None] = print) -> dict[
     busy = {name: port for name, port in cluster.ports().items() if port_open(cluster.host, port)}
     if busy:
         raise ClusterError(f"ports already in use on {cluster.host}: {busy}")
-    for folder in (cluster.logs, cluster.run / "work", cluster.warehouse, cluster.metastore):
+    check_storage()
+    for folder in (cluster.logs, cluster.run / "work", cluster.warehouse):
         folder.mkdir(parents=True, exist_ok=True)
     pids: dict[str, int] = {}
     try:
@@ -312,10 +331,22 @@ def start(cluster: ClusterSettings, log: Callable[[str], None] = print) -> dict[
                 _log(cluster, component),
             )
             log(f"{component:<10} ready in {waited:5.1f} s (pid {process.pid})")
+        # read by the server as it started: its credential does not stay on disk
+        (cluster.run / PROPERTIES_FILE).unlink(missing_ok=True)
     except BaseException:
         stop(cluster, log=log)
         raise
     return pids
+
+
+def check_storage() -> None:
+    """The store and catalog answer with the environment's keys and the buckets exist, or
+    `start` stops here naming the fix (ServiceError), before any JVM starts."""
+    from scripts.object_store import ServiceSettings
+    from scripts.services import check_before_session
+
+    paths = DataPaths.for_target("s3")
+    check_before_session(ServiceSettings.from_env(paths.root), paths.landing)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -388,7 +419,6 @@ def _busy_ports(cluster: ClusterSettings) -> dict[str, int]:
 def status(cluster: ClusterSettings) -> list[Health]:
     pids: dict[str, int] = _read_state(cluster).get("pids", {})
     ports = {
-        "metastore": cluster.metastore_port,
         "master": cluster.master_port,
         "worker": cluster.worker_port,
         "thrift": cluster.thrift_port,
@@ -474,7 +504,7 @@ def serve_metastore(cluster: ClusterSettings) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = parser_from_doc("lakehouse-cluster", __doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("start", help="start metastore, master, worker and Thrift server")
+    sub.add_parser("start", help="start master, worker and Thrift server")
     sub.add_parser("status", help="health of every component")
     sub.add_parser("stop", help="stop everything and verify nothing is left")
     serve = sub.add_parser("serve-metastore", help="(internal) run the metastore service")
@@ -493,13 +523,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  master UI  http://{cluster.host}:{cluster.master_webui_port}")
             print(f"  driver UI  http://{cluster.host}:{cluster.thrift_ui_port}")
             print(f"  thrift     {cluster.host}:{cluster.thrift_port} (dbt --target cluster)")
-            print(f"  metastore  {cluster.metastore_uri}")
+            landing = DataPaths.for_target("s3").landing
+            print(f"  storage    the s3 target's catalog and buckets; landing zone {landing}")
             return 0
         if args.command == "stop":
             stop(cluster)
             print("cluster stopped: no process and no port left")
             return 0
-    except ClusterError as error:
+    except (ClusterError, ServiceError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     report = status(cluster)

@@ -103,7 +103,6 @@ def s3_target_conf(data_root: Path) -> dict[str, str]:
     catalog (Iceberg tables) and Spark's built-in catalog (landing tables, views), files
     through S3A, and the S3A jars."""
     services = ServiceSettings.from_env(data_root)
-    endpoint = services.s3_endpoint
     return {
         "spark.jars.s3a": ",".join(map(str, s3a_jars(data_root / "jars"))),
         **rest_catalog_conf("spark_catalog", "lakehouse.RestSessionCatalog", services),
@@ -111,6 +110,15 @@ def s3_target_conf(data_root: Path) -> dict[str, str]:
         # prove what they prove where this target keeps its tables
         **rest_catalog_conf("verify", "org.apache.iceberg.spark.SparkCatalog", services),
         "spark.sql.catalog.verify.cache-enabled": "false",  # Java-API commits must be seen
+        **s3a_conf(services),
+    }
+
+
+def s3a_conf(services: ServiceSettings) -> dict[str, str]:
+    """Files through S3A at the services' endpoint, with the keys of the environment: the
+    `s3` target's session, and the Thrift server and executors of the `cluster` target."""
+    endpoint = services.s3_endpoint
+    return {
         "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         "spark.hadoop.fs.s3a.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
         "spark.hadoop.fs.s3a.endpoint": endpoint,

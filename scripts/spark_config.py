@@ -114,7 +114,7 @@ def iceberg_catalog_conf(catalog: str = "spark_catalog") -> dict[str, str]:
 
 def metastore_location(embedded_url: str) -> dict[str, str]:
     """The embedded Derby metastore (one process at a time), or, when LAKEHOUSE_METASTORE_URI
-    names a Hive Metastore service (`lakehouse-cluster`'s, or a team's), that service: then
+    names a Hive Metastore service (`start_metastore`'s, or a team's), that service: then
     several processes share one catalog, as overlapping scheduled runs do."""
     uri = os.environ.get("LAKEHOUSE_METASTORE_URI")
     if not uri:
@@ -253,7 +253,12 @@ class ClusterSettings:
         return f"-Dlakehouse.cluster={self.root}"
 
     def ports(self) -> dict[str, int]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name.endswith("_port")}
+        """The cluster's own ports (the metastore service is apart: `start_metastore`)."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name.endswith("_port") and f.name != "metastore_port"
+        }
 
 
 def metastore_conf(cluster: ClusterSettings) -> dict[str, str]:
@@ -274,22 +279,35 @@ def metastore_conf(cluster: ClusterSettings) -> dict[str, str]:
 
 
 def cluster_spark_conf(cluster: ClusterSettings) -> dict[str, str]:
-    """Every Spark setting of the Thrift server submitted to the standalone cluster."""
-    jar = f"{iceberg_runtime_jar()}:{helper_jar(iceberg_runtime_jar())}"
+    """Every Spark setting of the Thrift server submitted to the standalone cluster. Its
+    storage is the `s3` target's: Iceberg tables in the REST catalog and the bucket, the
+    landing zone in the landing bucket, so no file lives on the server's disk and the
+    executors may run on any machine that reaches the store. The landing tables and views
+    are Spark's own objects, kept in the server's in-memory catalog (docs/cluster.md)."""
+    from scripts.object_store import ServiceSettings, rest_catalog_conf, s3a_conf
+    from scripts.s3a_jars import s3a_jars
+
+    paths = DataPaths.for_target("s3")
+    services = ServiceSettings.from_env(paths.root)
+    runtime = iceberg_runtime_jar()
+    jars = [runtime, helper_jar(runtime), *s3a_jars(paths.root / "jars")]
+    class_path = ":".join(map(str, jars))
     java_options = f"{cluster.marker} -Duser.timezone=UTC"
     return {
         "spark.master": cluster.master_url,
         "spark.app.name": "lakehouse-thrift-server",
         **iceberg_catalog_conf(),
-        "spark.sql.catalog.spark_catalog.uri": cluster.metastore_uri,
-        "spark.hadoop.hive.metastore.uris": cluster.metastore_uri,
-        "spark.sql.warehouse.dir": str(cluster.warehouse),
-        # The server reads the landing files from the same local path as the local target.
-        LANDING_DIR_KEY: str(DataPaths.for_target("local").landing),
+        **rest_catalog_conf("spark_catalog", "lakehouse.RestSessionCatalog", services),
+        **s3a_conf(services),
+        # no metastore: a restarted server registers the landing tables again on the next
+        # run (on-run-start), and the next build creates its views again
+        "spark.sql.catalogImplementation": "in-memory",
+        "spark.sql.warehouse.dir": str(cluster.warehouse),  # the in-memory schemas' folders
+        LANDING_DIR_KEY: paths.landing,
         # `--jars` alone fails (NoClassDefFoundError: org/apache/iceberg/spark/PathIdentifier):
         # the runtime must be on the driver's and the executors' system class path.
-        "spark.driver.extraClassPath": jar,
-        "spark.executor.extraClassPath": jar,
+        "spark.driver.extraClassPath": class_path,
+        "spark.executor.extraClassPath": class_path,
         "spark.driver.memory": cluster.driver_memory,
         "spark.driver.host": cluster.host,
         "spark.driver.bindAddress": cluster.host,
@@ -308,8 +326,9 @@ def cluster_spark_conf(cluster: ClusterSettings) -> dict[str, str]:
 
 
 def remote_catalog_conf(name: str, cluster: ClusterSettings) -> dict[str, str]:
-    """An extra Iceberg catalog over the cluster's metastore, for a session started elsewhere
-    (pytest's embedded one): `spark.conf.set` each pair, then read `<name>.<schema>.<table>`."""
+    """An extra Iceberg catalog over the metastore service of `start_metastore` (embedded
+    sessions of several processes sharing one catalog), for a session started elsewhere
+    (pytest's): `spark.conf.set` each pair, then read `<name>.<schema>.<table>`."""
     return {
         f"spark.sql.catalog.{name}": "org.apache.iceberg.spark.SparkCatalog",
         f"spark.sql.catalog.{name}.type": "hive",
@@ -319,16 +338,11 @@ def remote_catalog_conf(name: str, cluster: ClusterSettings) -> dict[str, str]:
     }
 
 
-def pyiceberg_catalog_properties(cluster: ClusterSettings) -> dict[str, str]:
-    """`pyiceberg.catalog.load_catalog(name, **these)` reaches the same tables."""
-    return {"type": "hive", "uri": cluster.metastore_uri, "warehouse": str(cluster.warehouse)}
-
-
 def cluster_dbt_env(cluster: ClusterSettings) -> dict[str, str]:
     """Environment of `dbt --target cluster`: no SparkSession here, only a Thrift client.
-    The Thrift server reads the landing files from the same local path as the local target."""
+    The landing zone is the `s3` target's (LAKEHOUSE_LANDING_DIR moves it)."""
     return {
-        "LAKEHOUSE_LANDING_DIR": str(DataPaths.for_target("local").landing),
+        "LAKEHOUSE_LANDING_DIR": DataPaths.for_target("s3").landing,
         "LAKEHOUSE_THRIFT_HOST": os.environ.get("LAKEHOUSE_THRIFT_HOST", cluster.host),
         "LAKEHOUSE_THRIFT_PORT": str(cluster.thrift_port),
         "DBT_PROFILES_DIR": str(PROJECT_DIR / "profiles"),
@@ -359,17 +373,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.target == "cluster":
         cluster = ClusterSettings.from_env()
-        settings = cluster_dbt_env(cluster) if args.export else cluster_spark_conf(cluster)
-        for name, value in settings.items():
-            print(f"export {name}={shlex.quote(value)}" if args.export else f"{name}={value}")
+        if args.export:
+            for name, value in cluster_dbt_env(cluster).items():
+                print(f"export {name}={shlex.quote(value)}")
+        else:
+            print_settings(cluster_spark_conf(cluster))
         return 0
     if args.export:
         for name, value in dbt_env(args.target).items():
             print(f"export {name}={shlex.quote(value)}")
     else:
-        for name, value in spark_conf(args.target).items():
-            print(f"{name}={'<from the environment>' if name.endswith('.credential') else value}")
+        print_settings(spark_conf(args.target))
     return 0
+
+
+def print_settings(conf: dict[str, str]) -> None:
+    """One `name=value` line per setting; a credential's value is the environment's keys."""
+    for name, value in conf.items():
+        print(f"{name}={'<from the environment>' if name.endswith('.credential') else value}")
 
 
 if __name__ == "__main__":

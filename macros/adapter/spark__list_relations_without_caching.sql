@@ -13,9 +13,10 @@
     than one dbt command (dbtRunner, `lakehouse dbt`, tests) `docs generate` then failed on a
     catalog entry without a schema. They belong to the session, not the schema: skipped.
 
-    Over a REST catalog (the `s3` target) the built-in catalog does not know the Iceberg
-    tables: they are added from the service's listing, and for `docs generate` with the size
-    and row count of main's snapshot (what `Statistics:` says for a Hive table). -#}
+    Over a REST catalog (the `s3` and `cluster` targets) the built-in catalog does not know
+    the Iceberg tables: they are added from the service's listing, and for `docs generate`
+    with the size and row count of main's snapshot (what `Statistics:` says for a Hive
+    table). -#}
 {% macro spark__list_relations_without_caching(relation) %}
     {%- set tables = dbt.spark__list_relations_without_caching(relation) -%}
     {%- set rows = [] -%}
@@ -26,7 +27,7 @@
         {%- endif -%}
         {%- do rows.append([row[0], row[1], row[2], information]) -%}
     {%- endfor -%}
-    {%- if adapter.embedded_session_setting('spark.sql.catalog.spark_catalog') == 'lakehouse.RestSessionCatalog' -%}
+    {%- if session_setting('spark.sql.catalog.spark_catalog') == 'lakehouse.RestSessionCatalog' -%}
         {%- set listed = rows | map(attribute=1) | list -%}
         {%- call statement('service_tables', fetch_result=True) -%}
             select reflect('lakehouse.RestSessionCatalog', 'serviceTables', '{{ relation.schema }}')

@@ -41,11 +41,7 @@
     server (wap_session). -#}
 {% macro wap_active_branch() %}
     {%- if not execute -%}{{ return(none) }}{%- endif -%}
-    {%- set value = adapter.embedded_session_setting('spark.wap.branch') -%}
-    {%- if value is none -%}  {#- a Thrift connection: ask its session -#}
-        {%- set value = run_query('set spark.wap.branch').rows[0][1] -%}
-    {%- endif -%}
-    {{ return(value if value and value != '<undefined>' else none) }}
+    {{ return(session_setting('spark.wap.branch')) }}
 {% endmacro %}
 
 {#- pre-hook of every model and snapshot (dbt_project.yml) and the start of every test's

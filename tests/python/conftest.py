@@ -64,6 +64,16 @@ def spark(data_dir: Path) -> Iterator[SparkSession]:
 
 
 @pytest.fixture(scope="session")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    """The `s3` target's services for the whole run, (settings, environment, data folder):
+    test_object_store.py builds on them, test_cluster.py's cluster keeps its tables there."""
+    from object_store_services import running_store
+
+    with running_store(tmp_path_factory.mktemp("s3target")) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
 def dbt(spark: SparkSession):
     """Run dbt in this process on the shared session: dbt(["build"]) -> DbtRun."""
     from dbt.cli.main import dbtRunner

@@ -1,21 +1,21 @@
-"""The same project on a Spark standalone cluster: start metastore, master, worker and Thrift
-server on loopback, `dbt build --target cluster` of every layer, prove executors on the worker
-did the work, compare every table with the same build on the local target (identical rows),
-maintain and time-travel through the Thrift server, then stop the cluster and prove no process
-and no port is left.
+"""The same project on a Spark standalone cluster whose storage is the `s3` target's: start
+master, worker and Thrift server on loopback (`lakehouse-cluster start`, as a user runs it),
+`dbt build --target cluster` of every layer from the landing bucket, prove executors on the
+worker did the work and every table is in the REST catalog and the bucket, compare every table
+with the same build on the local target (identical rows), maintain and time-travel through
+the Thrift server, then stop the cluster and prove no process and no port is left.
 
-Both builds read the landing folder of this test run (test_warehouse's three batches; landed
-here when run alone) in one go. The cluster build runs as a user runs it, `lakehouse dbt
---target cluster build` in its own process (a Thrift client: no JVM there); the local build is
-the same project on this test run's session, under its own schemas (var schema_prefix): the
-process boundary is not what it proves, and a JVM of its own cost a minute."""
+The services are the test run's one set (the `store` fixture), test_object_store.py's too: the
+cluster's schemas carry their own prefix (var schema_prefix) beside that file's. Both builds
+read this test run's landing folder (test_warehouse's three batches; landed here when run
+alone), copied as it is into the landing bucket for the cluster. The cluster build runs in its
+own process, a Thrift client (no JVM there); the local build is the same project on this test
+run's session, under its own schemas: the process boundary is not what it proves, and a JVM of
+its own cost a minute."""
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import os
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +25,8 @@ from itertools import takewhile
 from pathlib import Path
 
 import pytest
+from loopback import free_ports, is_loopback, listening_addresses
+from object_store_services import process_env, rest_catalog
 from scratch_project import write_scratch_project
 from test_warehouse import SCALE, TABLES, land
 
@@ -33,20 +35,16 @@ from scripts.cluster import (
     cluster_processes,
     master_state,
     port_open,
-    start,
     status,
     stop,
     thrift_executors,
     thrift_query,
 )
-from scripts.spark_config import (
-    PROJECT_DIR,
-    ClusterSettings,
-    pyiceberg_catalog_properties,
-    remote_catalog_conf,
-)
+from scripts.services import s3_filesystem
+from scripts.spark_config import PROJECT_DIR, ClusterSettings
 
 LOCAL_PREFIX = "clusterref_"  # the local build's schemas (var schema_prefix)
+PREFIX = "cluster_"  # the cluster build's, in the REST catalog the s3 target's tests share
 # Stamped at load time, so they differ between any two builds: the loads' clock, and the
 # clock a check-strategy `dbt snapshot` stamps its versions with (and hashes into its id).
 LOAD_TIME_COLUMNS = {"_loaded_at", "_max_loaded_at", "_listed_at"} | {
@@ -55,6 +53,9 @@ LOAD_TIME_COLUMNS = {"_loaded_at", "_max_loaded_at", "_listed_at"} | {
     "dbt_valid_from",
     "dbt_valid_to",
 }
+# Where a landed file is and when it was written: a local path against an s3a:// key, and
+# the upload's time against the file's
+FILE_COLUMNS = {"_source_file", "_file_modified_at"}
 
 
 @dataclass
@@ -64,66 +65,31 @@ class Build:
     output: str
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports the kernel just handed out on loopback: not the defaults a developer may use."""
-    sockets = []
-    for _ in range(count):
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        sockets.append(sock)
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
-
-
-def listening_addresses(port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    """Addresses with a socket listening on `port`, from the kernel's tables (no `ss` needed)."""
-    found = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            address, hex_port = fields[1].split(":")
-            if fields[3] != "0A" or int(hex_port, 16) != port:  # 0A: LISTEN
-                continue
-            raw = bytes.fromhex(address)  # 32-bit words in host (little-endian) order
-            found.append(
-                ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
-            )
-    return found
-
-
-def is_loopback(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    mapped = getattr(address, "ipv4_mapped", None)
-    return (mapped or address).is_loopback
-
-
-def on_cluster(cluster: ClusterSettings, landing: Path, *args: str) -> Build:
+def on_cluster(cluster: ClusterSettings, env: dict[str, str], *args: str) -> Build:
     """`lakehouse dbt --target cluster ...` as a user runs it, in its own process (a Thrift
     client: no JVM there). Its dbt target/ and logs/ go under the cluster's folder."""
-    env = {
-        **os.environ,
+    environment = {
+        **process_env(env),
         **cluster.to_env(),
-        "LAKEHOUSE_LANDING_DIR": str(landing),
         "DBT_TARGET_PATH": str(cluster.root / "target"),  # leave the checkout's target/ alone
         "DBT_LOG_PATH": str(cluster.root / "logs"),
     }
     command = [sys.executable, "-m", "scripts.tasks", "dbt", "--target", "cluster", *args]
     started = time.monotonic()
     done = subprocess.run(
-        command, cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=900
+        command, cwd=PROJECT_DIR, env=environment, capture_output=True, text=True, timeout=900
     )
     return Build(done.returncode, time.monotonic() - started, done.stdout + done.stderr)
 
 
-def comparable(frame):
-    """The rows without load-time values, as a DataFrame."""
-    columns = [c for c in frame.columns if c not in LOAD_TIME_COLUMNS]
-    return frame.select(*columns)
+def compared_columns(frame) -> list[str]:
+    """The columns two builds of the same landed files must agree on."""
+    return [c for c in frame.columns if c not in LOAD_TIME_COLUMNS | FILE_COLUMNS]
 
 
 def digest(columns: list[str]) -> list[str]:
-    """Row count and an order-independent content hash, as select expressions."""
+    """Row count and an order-independent content hash, as select expressions (Spark's
+    `hash` on both sides: the same function on the same types gives the same value)."""
     return ["count(*)", f"coalesce(sum(hash({', '.join(columns)})), 0)"]
 
 
@@ -138,6 +104,20 @@ def landing(data_dir) -> Path:
 
 
 @pytest.fixture(scope="module")
+def cluster_env(store, landing) -> dict[str, str]:
+    """The environment of the cluster's processes: the services' keys and ports, and the
+    landing folder copied into the landing bucket under a folder of its own."""
+    from pyarrow import fs
+
+    settings, env, _ = store
+    folder = f"{settings.landing_bucket}/cluster-landing"
+    fs.copy_files(
+        str(landing), folder, fs.LocalFileSystem(), s3_filesystem(settings), use_threads=False
+    )
+    return {**env, "LAKEHOUSE_LANDING_DIR": f"s3a://{folder}"}
+
+
+@pytest.fixture(scope="module")
 def local_build(dbt, landing) -> None:
     """A full build on the local target from the same landing folder, in this session under
     LOCAL_PREFIX (before the cluster starts: the two never compete for memory)."""
@@ -147,13 +127,20 @@ def local_build(dbt, landing) -> None:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory, local_build) -> Iterator[ClusterSettings]:
-    """A cluster of this test run only: its own folder, metastore and free loopback ports."""
-    names = ["metastore", "master", "master_webui", "worker", "worker_webui", "thrift", "thrift_ui"]
+def cluster(tmp_path_factory, cluster_env, local_build) -> Iterator[ClusterSettings]:
+    """A cluster of this test run only, started by `lakehouse-cluster start` in the services'
+    environment: its own folder and free loopback ports."""
+    names = ["master", "master_webui", "worker", "worker_webui", "thrift", "thrift_ui"]
     ports = dict(zip([f"{n}_port" for n in names], free_ports(len(names)), strict=True))
     settings = replace(ClusterSettings.from_env(), root=tmp_path_factory.mktemp("cluster"), **ports)
-    start(settings, log=print)
+    environment = {**process_env(cluster_env), **settings.to_env()}
+    command = [sys.executable, "-m", "scripts.cluster", "start"]
     try:
+        started = subprocess.run(
+            command, cwd=PROJECT_DIR, env=environment, capture_output=True, text=True, timeout=600
+        )
+        print(started.stdout)
+        assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
         yield settings
     finally:
         stop(settings, log=print)
@@ -161,9 +148,10 @@ def cluster(tmp_path_factory, local_build) -> Iterator[ClusterSettings]:
 
 
 @pytest.fixture(scope="module")
-def cluster_build(cluster, landing) -> Build:
-    """One `dbt build --target cluster` of every layer from the same landing folder."""
-    build = on_cluster(cluster, landing, "build")
+def cluster_build(cluster, cluster_env) -> Build:
+    """One `dbt build --target cluster` of every layer from the landing bucket."""
+    variables = json.dumps({"schema_prefix": PREFIX})
+    build = on_cluster(cluster, cluster_env, "build", "--vars", variables)
     print(f"dbt build --target cluster: {build.seconds:.1f} s wall")
     assert build.returncode == 0, build.output[-4000:]
     return build
@@ -173,14 +161,6 @@ def cluster_build(cluster, landing) -> Build:
 def local(spark, local_build):
     """name -> the local build's table as a DataFrame of this session."""
     return lambda name: spark.table(f"{LOCAL_PREFIX}{name}")
-
-
-@pytest.fixture(scope="module")
-def remote(spark, cluster) -> str:
-    """The cluster's catalog, registered in pytest's own session as catalog `cluster`."""
-    for key, value in remote_catalog_conf("cluster", cluster).items():
-        spark.conf.set(key, value)
-    return "cluster"
 
 
 # -- tests -------------------------------------------------------------------------------------
@@ -194,6 +174,26 @@ def test_every_component_binds_loopback_and_reports_ready(cluster):
     for port in cluster.ports().values():
         bound = listening_addresses(port)
         assert bound and all(is_loopback(address) for address in bound), (port, bound)
+
+
+def test_no_process_shows_the_secret_key_and_no_file_keeps_it(store, cluster):
+    """The Thrift server's settings carry the REST catalog's credential: they reach it in a
+    file only its owner reads, removed once it started, never on a command line."""
+    _, env, _ = store
+    secret = env["AWS_SECRET_ACCESS_KEY"]
+    processes = cluster_processes(cluster)
+    assert len(processes) >= 3  # master, worker, Thrift server (and the executor)
+    for pid, _ in processes:
+        assert secret not in Path(f"/proc/{pid}/cmdline").read_text(errors="replace"), pid
+    leftovers = [p for p in cluster.root.rglob("*") if p.is_file() and secret in _text(p)]
+    assert leftovers == []
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def test_build_of_every_layer_ran_on_the_workers_executors(cluster, cluster_build):
@@ -210,14 +210,16 @@ def test_build_of_every_layer_ran_on_the_workers_executors(cluster, cluster_buil
     assert any(work.glob("*/stderr")), f"no executor folder under {work}"
 
 
-def test_every_table_is_identical_to_the_local_target(spark, local, remote, cluster_build):
+def test_every_table_is_identical_to_the_local_target(spark, local, cluster, cluster_build):
     for name in TABLES:
-        here, there = comparable(local(name)), comparable(spark.table(f"{remote}.{name}"))
-        assert here.columns == there.columns, name
-        rows = here.count()
-        assert rows > 0 and there.count() == rows, (name, rows, there.count())
-        assert here.exceptAll(there).count() == 0, f"{name}: rows only in the local target"
-        assert there.exceptAll(here).count() == 0, f"{name}: rows only on the cluster"
+        described = thrift_query(cluster, f"describe table {PREFIX}{name}")
+        # the columns, then "# Partition Information" (a blank line before it on some tables)
+        there = [row[0] for row in takewhile(lambda row: row[0] and row[0][0] != "#", described)]
+        assert there == local(name).columns, name
+        columns = compared_columns(local(name))
+        expected = tuple(local(name).selectExpr(*digest(columns)).first())
+        select = f"select {', '.join(digest(columns))} from {PREFIX}{name}"
+        assert expected[0] > 0 and tuple(thrift_query(cluster, select)[0]) == expected, name
 
 
 def test_every_connection_wrote_on_the_runs_branch(cluster, cluster_build):
@@ -228,7 +230,7 @@ def test_every_connection_wrote_on_the_runs_branch(cluster, cluster_build):
     load_id = int(cluster_build.output.split("writes on branch wap_")[1].split(";")[0])
     assert f"run {load_id} published" in cluster_build.output
     for name in TABLES:
-        refs = dict(thrift_query(cluster, f"select name, snapshot_id from {name}.refs"))
+        refs = dict(thrift_query(cluster, f"select name, snapshot_id from {PREFIX}{name}.refs"))
         assert refs.get("main") is not None and refs.get(f"run_{load_id}") == refs["main"], (
             name,
             refs,
@@ -236,20 +238,23 @@ def test_every_connection_wrote_on_the_runs_branch(cluster, cluster_build):
         assert not [ref for ref in refs if ref.startswith("wap_")], (name, refs)
 
 
-def test_pyiceberg_sees_the_same_catalog(local, cluster, cluster_build):
-    from pyiceberg.catalog import load_catalog
-
-    catalog = load_catalog("cluster", **pyiceberg_catalog_properties(cluster))
-    assert {("ods",), ("dwd",), ("dws",)} <= set(catalog.list_namespaces())
-    users = catalog.load_table("dwd.dim_users__state")  # merge-on-read: reads position deletes
+def test_every_table_is_in_the_rest_catalog_and_the_bucket(store, local, cluster_build):
+    """pyiceberg through the REST catalog (no Spark) finds every table with its files in the
+    warehouse bucket, and reads a merge-on-read table (its position deletes applied)."""
+    settings, _, _ = store
+    catalog = rest_catalog(store)
+    for name in TABLES:
+        table = catalog.load_table(f"{PREFIX}{name}")
+        assert table.metadata_location.startswith(f"s3://{settings.warehouse_bucket}/"), name
+    users = catalog.load_table(f"{PREFIX}dwd.dim_users__state")
     assert users.scan().to_arrow().num_rows == local("dwd.dim_users__state").count()
 
 
-def test_maintenance_through_the_cluster(cluster, cluster_build, landing):
+def test_maintenance_through_the_cluster(cluster, cluster_build, cluster_env):
     """The nightly operation compacts a table of the cluster's catalog through the Thrift
     server. ODS is written once per load (one file), so the table is made here: three
     inserts, three small files."""
-    name = "dws.maintenance_probe"
+    name = f"{PREFIX}dws.maintenance_probe"
     thrift_query(cluster, f"drop table if exists {name}")
     thrift_query(cluster, f"create table {name} (id bigint, note string) using iceberg")
     for first in (0, 100, 200):  # range(..., 1, 1): one task, so one file per insert
@@ -260,7 +265,7 @@ def test_maintenance_through_the_cluster(cluster, cluster_build, landing):
     assert thrift_query(cluster, f"select count(*) from {name}.data_files") == [(3,)]
     policy = {"table": name, "policy": {"rewrite_data_files": {"min_small_files": 2}}}
     args = ["run-operation", "iceberg_maintain_table", "--args", json.dumps(policy)]
-    run = on_cluster(cluster, landing, *args)
+    run = on_cluster(cluster, cluster_env, *args, "--vars", json.dumps({"schema_prefix": PREFIX}))
     assert run.returncode == 0, run.output[-3000:]
     assert f"maintenance {name}: data files 3 -> 1" in run.output, run.output[-3000:]
     assert thrift_query(cluster, f"select count(*) from {name}.data_files") == [(1,)]
@@ -276,22 +281,23 @@ def test_time_travel_through_the_cluster(local, cluster, cluster_build):
     """Delete through the cluster, then read the snapshot before it: it must hold exactly the
     local target's rows, and the current one exactly those minus the deleted ones."""
     name = "dwd.dim_users__state"
-    columns = [c for c in local(name).columns if c not in LOAD_TIME_COLUMNS]
+    columns = compared_columns(local(name))
     expected_before = tuple(local(name).selectExpr(*digest(columns)).first())
     expected_after = tuple(
         local(name).where("user_id % 5 != 0").selectExpr(*digest(columns)).first()
     )
     assert expected_before[0] > expected_after[0] > 0
+    table = f"{PREFIX}{name}"
     before = thrift_query(
-        cluster, f"select snapshot_id from {name}.snapshots order by committed_at desc limit 1"
+        cluster, f"select snapshot_id from {table}.snapshots order by committed_at desc limit 1"
     )[0][0]
-    thrift_query(cluster, f"delete from {name} where user_id % 5 = 0")
-    select = f"select {', '.join(digest(columns))} from {name}"
+    thrift_query(cluster, f"delete from {table} where user_id % 5 = 0")
+    select = f"select {', '.join(digest(columns))} from {table}"
     assert tuple(thrift_query(cluster, select)[0]) == expected_after
     assert tuple(thrift_query(cluster, f"{select} version as of {before}")[0]) == expected_before
     latest = thrift_query(
         cluster,
-        f"select snapshot_id, operation from {name}.snapshots order by committed_at desc limit 1",
+        f"select snapshot_id, operation from {table}.snapshots order by committed_at desc limit 1",
     )[0]
     assert latest[0] != before and latest[1] in {"delete", "overwrite"}
 
@@ -336,7 +342,9 @@ select * from {{ ref('features_source') }}
 """
 
 
-def test_dbt_features_fixed_on_iceberg_work_through_the_cluster(cluster, cluster_build, tmp_path):
+def test_dbt_features_fixed_on_iceberg_work_through_the_cluster(
+    cluster, cluster_build, cluster_env, tmp_path
+):
     project = write_scratch_project(tmp_path, FEATURES, {"features_history.sql": FEATURES_SNAPSHOT})
     (project / "seeds").mkdir()
     (project / "seeds/features_seed.csv").write_text("id,city\n1,Paris\n2,\n")
@@ -347,7 +355,7 @@ def test_dbt_features_fixed_on_iceberg_work_through_the_cluster(cluster, cluster
     for round_ in (1, 2):
         variables = json.dumps({"round": round_})
         run = on_cluster(
-            cluster, tmp_path, "build", "--project-dir", str(project), "--vars", variables
+            cluster, cluster_env, "build", "--project-dir", str(project), "--vars", variables
         )
         assert run.returncode == 0, run.output[-3000:]
     schema = "scratch_features"

@@ -11,16 +11,15 @@ session is the `ci` target's)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import secrets
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from test_cluster import is_loopback, listening_addresses
+from loopback import is_loopback, listening_addresses
+from object_store_services import process_env, rest_catalog
 from test_concurrency import assert_no_row_lost_and_the_races_real
 
 from scripts import services
@@ -31,28 +30,6 @@ from scripts.services import check_before_session
 from scripts.spark_config import PROJECT_DIR
 
 DBT = Path(sys.executable).with_name("dbt")
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory):
-    """Running services, and the environment a process of the `s3` target needs (only that:
-    pytest's own LAKEHOUSE_* settings, its landing folder above all, must not leak into it)."""
-    data = tmp_path_factory.mktemp("s3target")
-    keys = {"AWS_ACCESS_KEY_ID": "lakehouse-test", "AWS_SECRET_ACCESS_KEY": secrets.token_hex(16)}
-    settings = services.on_free_ports(data / "services")
-    env = {"LAKEHOUSE_DATA_DIR": str(data), **keys, **settings.process_env()}
-    saved = {name: os.environ.get(name) for name in keys}
-    os.environ.update(keys)  # this process signs its S3 calls with them too
-    try:
-        services.start(settings, log=print)
-        yield settings, env, data
-    finally:
-        services.stop(settings, log=print)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def test_every_port_binds_loopback_and_status_reports_ready(store):
@@ -126,20 +103,6 @@ print("RESULT", json.dumps({
 """
 
 
-def process_env(env: dict[str, str]) -> dict[str, str]:
-    """A process of the `s3` target: the store's environment, dbt's target/ and logs in the
-    data folder (not the checkout's, which pytest's own dbt runs use)."""
-    own = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
-    data = Path(env["LAKEHOUSE_DATA_DIR"])
-    return {
-        **own,
-        **env,
-        "LAKEHOUSE_DRIVER_MEMORY": "1g",
-        "DBT_TARGET_PATH": str(data / "target"),
-        "DBT_LOG_PATH": str(data / "logs"),
-    }
-
-
 def run_s3_process(env: dict[str, str], script: str) -> dict:
     # ~6 minutes on an idle 2-core machine; a busy one may take twice that and more
     try:
@@ -161,27 +124,6 @@ def run_s3_process(env: dict[str, str], script: str) -> dict:
         if line.split(" ", 1)[0] in ("RESULT", "NIGHTLY", "CONCURRENCY", "VERIFY")
     }
     return {**reports.pop("RESULT"), **{tag.lower(): report for tag, report in reports.items()}}
-
-
-def rest_catalog(store):
-    """pyiceberg on the REST catalog, with the keys of this test run."""
-    from pyiceberg.catalog import load_catalog
-
-    settings, env, _ = store
-    return load_catalog(
-        "rest",
-        type="rest",
-        uri=settings.catalog_uri,
-        warehouse=settings.warehouse,
-        credential=f"{env['AWS_ACCESS_KEY_ID']}:{env['AWS_SECRET_ACCESS_KEY']}",
-        **{
-            "oauth2-server-uri": f"{settings.catalog_uri}/v1/oauth/tokens",
-            "s3.endpoint": settings.s3_endpoint,
-            "s3.access-key-id": env["AWS_ACCESS_KEY_ID"],
-            "s3.secret-access-key": env["AWS_SECRET_ACCESS_KEY"],
-            "s3.region": "us-east-1",
-        },
-    )
 
 
 # -- the layers on the s3 target, batch by batch ---------------------------------------------

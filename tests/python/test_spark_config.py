@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from scripts.s3a_jars import JARS
 from scripts.spark_config import (
     ClusterSettings,
     DataPaths,
@@ -12,6 +13,7 @@ from scripts.spark_config import (
     remote_catalog_conf,
     spark_conf,
 )
+from scripts.spark_config import main as spark_config_main
 
 
 def test_conf_points_at_a_real_iceberg_runtime_and_loopback(monkeypatch, tmp_path):
@@ -72,19 +74,47 @@ def test_cluster_settings_travel_through_the_environment(monkeypatch, tmp_path):
     assert ClusterSettings.from_env() == cluster
 
 
-def test_thrift_server_shares_the_catalog_settings_and_binds_loopback(tmp_path):
-    cluster = ClusterSettings(root=tmp_path, metastore_port=19083)
+def test_thrift_server_keeps_its_tables_in_the_rest_catalog_and_binds_loopback(
+    monkeypatch, tmp_path, capsys
+):
+    """The cluster's storage is the `s3` target's: spark_catalog over the REST catalog, files
+    through S3A with the environment's keys, no metastore database of its own anywhere."""
+    monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "the-secret-value")
+    monkeypatch.setenv("LAKEHOUSE_CATALOG_PORT", "18181")
+    jars = tmp_path / "jars"  # as a verified fetch leaves them (s3a_jars reads the sizes)
+    jars.mkdir()
+    for name in JARS:
+        (jars / name).write_bytes(b"jar")
+    (jars / ".verified").write_text("".join(f"{name} 3\n" for name in JARS))
+    cluster = ClusterSettings(root=tmp_path / "cluster")
     conf = cluster_spark_conf(cluster)
-    for key, value in iceberg_catalog_conf().items():
-        assert conf[key] == value, key
-    assert conf["spark.sql.catalog.spark_catalog.uri"] == "thrift://127.0.0.1:19083"
-    assert conf["spark.hadoop.hive.metastore.uris"] == "thrift://127.0.0.1:19083"
-    jars = [Path(jar) for jar in conf["spark.executor.extraClassPath"].split(":")]
-    assert all(jar.is_file() for jar in jars) and len(jars) == 2
+    assert conf["spark.sql.extensions"] == iceberg_catalog_conf()["spark.sql.extensions"]
+    assert conf["spark.sql.catalog.spark_catalog"] == "lakehouse.RestSessionCatalog"
+    assert conf["spark.sql.catalog.spark_catalog.type"] == "rest"
+    assert conf["spark.sql.catalog.spark_catalog.uri"] == "http://127.0.0.1:18181"
+    assert conf["spark.sql.catalogImplementation"] == "in-memory"
+    assert conf["spark.lakehouse.landing_dir"] == "s3a://lakehouse-landing/landing"
+    assert conf["spark.hadoop.fs.s3a.aws.credentials.provider"].endswith(
+        "EnvironmentVariableCredentialsProvider"
+    )
+    class_path = [Path(jar) for jar in conf["spark.executor.extraClassPath"].split(":")]
+    assert all(jar.is_file() for jar in class_path) and len(class_path) == 4
+    assert {jar.name for jar in class_path} >= set(JARS)
     assert conf["spark.driver.extraClassPath"] == conf["spark.executor.extraClassPath"]
     assert conf["spark.driver.bindAddress"] == "127.0.0.1"
     assert cluster.marker in conf["spark.executor.extraJavaOptions"]
-    assert "javax.jdo.option.ConnectionURL" not in " ".join(conf)  # no embedded Derby here
-    assert str(tmp_path / "metastore") in metastore_conf(cluster)["javax.jdo.option.ConnectionURL"]
-    remote = remote_catalog_conf("cluster", cluster)
-    assert remote["spark.sql.catalog.cluster.uri"] == cluster.metastore_uri
+    assert not [key for key in conf if "javax.jdo" in key or "metastore.uris" in key]
+    assert "metastore_port" not in cluster.ports()  # the cluster runs no metastore
+    # the metastore service that overlapping embedded runs share (test_exactly_once.py)
+    assert (
+        str(cluster.root / "metastore") in metastore_conf(cluster)["javax.jdo.option.ConnectionURL"]
+    )
+    remote = remote_catalog_conf("shared", cluster)
+    assert remote["spark.sql.catalog.shared.uri"] == cluster.metastore_uri
+    monkeypatch.setenv("LAKEHOUSE_CLUSTER_DIR", str(cluster.root))
+    spark_config_main(["--target", "cluster"])  # what a user prints to check the settings
+    printed = capsys.readouterr().out
+    assert "spark.sql.catalog.spark_catalog.credential=<from the environment>" in printed
+    assert "the-secret-value" not in printed
