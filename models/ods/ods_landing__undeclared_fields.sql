@@ -5,7 +5,12 @@
     lost: ODS keeps every line raw; declaring the field in the source yml surfaces it, and
     drops it from here at once (the declarations are read when this view is created). Reads
     the per-load field counts, a few rows per load, never the landed lines. -#}
-{%- set sources = declared_landed_sources() %}
+{%- set undeclared = [] %}
+{%- for landed in declared_landed_sources() %}
+    {%- set declared = _quoted(landed_field_names(landed.source_name, landed.table_name)) %}
+    {%- set source = "source_table = '" ~ landed.source_table ~ "'" %}
+    {%- do undeclared.append("(" ~ source ~ " and field_name not in (" ~ declared ~ "))") %}
+{%- endfor %}
 
 select
     source_table,
@@ -14,10 +19,5 @@ select
     min(_load_id) as first_load_id,
     max(_load_id) as last_load_id
 from {{ ref('ods_landing__fields_by_load') }}
-where
-    {%- for landed in sources %}
-    (source_table = '{{ landed.source_table }}'
-        and field_name not in ({{ _quoted(landed_field_names(landed.source_name, landed.table_name)) }}))
-    {{- ' or' if not loop.last }}
-    {%- endfor %}
+where {{ undeclared | join(' or ') }}
 group by source_table, field_name

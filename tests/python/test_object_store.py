@@ -383,7 +383,7 @@ for schema in ("ods", "dwd", "dws"):
     for table in listed.split():
         tables[f"{schema}.{table}"] = spark.table(f"{schema}.{table}").count()
 ods = {}
-for name in (t for t in tables if t.startswith("ods.")):
+for name in (t for t in tables if t.startswith("ods.") and "_raw_line" in spark.table(t).columns):
     rows = spark.sql(f"select _source_file, _source_line, _raw_line from {name}").collect()
     ods[name] = sorted(map(list, rows))
 state = "dwd.dim_users__state"

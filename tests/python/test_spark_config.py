@@ -83,6 +83,7 @@ def test_thrift_server_keeps_its_tables_in_the_rest_catalog_and_binds_loopback(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "key")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "the-secret-value")
     monkeypatch.setenv("LAKEHOUSE_CATALOG_PORT", "18181")
+    monkeypatch.delenv("LAKEHOUSE_LANDING_DIR", raising=False)  # pytest's dbt fixture sets it
     jars = tmp_path / "jars"  # as a verified fetch leaves them (s3a_jars reads the sizes)
     jars.mkdir()
     for name in JARS:
