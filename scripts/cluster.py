@@ -331,11 +331,11 @@ def start(cluster: ClusterSettings, log: Callable[[str], None] = print) -> dict[
                 _log(cluster, component),
             )
             log(f"{component:<10} ready in {waited:5.1f} s (pid {process.pid})")
-        # read by the server as it started: its credential does not stay on disk
-        (cluster.run / PROPERTIES_FILE).unlink(missing_ok=True)
     except BaseException:
         stop(cluster, log=log)
         raise
+    finally:  # read by the server as it started (or not at all): its credential leaves the disk
+        (cluster.run / PROPERTIES_FILE).unlink(missing_ok=True)
     return pids
 
 
