@@ -1,12 +1,14 @@
 -- Relationships from the event fact to the dimensions. Facts are history: an event may
 -- belong to a user or video deleted since, so a key must be current in the dimension or
--- deleted in the source's changelog. Anything else is an orphan.
+-- deleted in the source's changelog. Anything else is an orphan. A scheduled run checks the
+-- events of the loads since the last published run, every other invocation every event.
 with events as (
     select
         event_id,
         user_id,
         video_id
     from {{ ref('dwd_client__events') }}
+    where {{ since_last_publish('_load_id') }}
 ),
 
 deleted_users as (

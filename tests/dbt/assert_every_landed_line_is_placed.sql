@@ -7,11 +7,21 @@
     table, else the typed model's valid lines) or in the quarantine with a reason. Returns
     every line that is not, with how many places hold it (0: it vanished; 2: it is doubled;
     not landed: a row from nowhere). ODS itself is reconciled with the landing files by the
-    Python tests. -#}
+    Python tests. A scheduled run checks the lines of the loads since the last published run
+    (since_last_publish), every other invocation every line. -#}
 {%- set sources = declared_landed_sources() %}
+{%- set untested = since_last_publish('_load_id') %}
 
 with
 {%- for landed in sources %}
+
+    {{ landed.source_table }}_landed as (
+        select
+            _source_file,
+            _source_line
+        from {{ ref(landed.ods) }}
+        where {{ untested }}
+    ),
 
     {{ landed.source_table }}_placed as (
         {%- if landed.accepted_in %}
@@ -19,19 +29,20 @@ with
                 _source_file,
                 _source_line
             from {{ ref(landed.accepted_in) }}
+            where {{ untested }}
         {%- else %}
             select
                 _source_file,
                 _source_line
             from {{ ref(landed.typed) }}
-            where reject_reason is null
+            where reject_reason is null and {{ untested }}
         {%- endif %}
         union all
         select
             _source_file,
             _source_line
         from {{ ref('dwd_quarantine__rejected_records') }}
-        where source_table = '{{ landed.source_table }}'
+        where source_table = '{{ landed.source_table }}' and {{ untested }}
     ),
 
     {{ landed.source_table }}_placements as (
@@ -50,7 +61,7 @@ with
             coalesce(ods._source_line, placed._source_line) as _source_line,
             ods._source_line is not null as is_landed,
             coalesce(placed.placements, 0) as placements
-        from {{ ref(landed.ods) }} as ods
+        from {{ landed.source_table }}_landed as ods
         full outer join {{ landed.source_table }}_placements as placed
             on ods._source_file = placed._source_file and ods._source_line = placed._source_line
         where ods._source_line is null or coalesce(placed.placements, 0) != 1

@@ -1,9 +1,11 @@
-{{ config(severity='warn') }}
+{{ config(severity='warn', tags=['nightly']) }}
 
 {#- Landed files the load ledger (ods_landing__files) cannot call healthy: a batch abandoned
     by its writer, a file changed or removed after ODS loaded it (never reloaded). dbt's
     warning says only how many; each file is logged here with its source, path and state,
-    so the warning says which file to look at and why. -#}
+    so the warning says which file to look at and why. The ledger lists every landed file
+    and reads every ODS file name: tagged `nightly`, it runs in the nightly reconciliation
+    and in `dbt test`, not in every scheduled build (selectors.yml). -#}
 {%- set attention = {
     'abandoned': "its batch has no _SUCCESS marker after var landing_abandoned_after_hours: did its writer die?",
     'changed_after_load': "its size or time differs from what ODS loaded; ODS keeps the loaded lines and never reloads it",

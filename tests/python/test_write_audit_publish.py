@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from iceberg_scans import data_files, files_per_scan
 from layers import (
     assert_events_reconcile_per_file,
     assert_landed_lines_in_ods_once,
@@ -31,11 +32,13 @@ from layers import (
 from test_warehouse import TABLES
 
 from scripts.generate_landing import LandingGenerator, Scale
+from scripts.landing import LandingZone
 
 PREFIX = "wap_"
 SEED = 61
 SCALE = Scale(users=100, videos=30, events_per_batch=500, batches=3, min_changes_per_batch=4)
 LATE_USER = 987654  # an event names this user one batch before the user's change arrives
+TABLES_WITH_LOADS = ("ods.ods_client__events", "dwd.dwd_client__events")
 
 
 class Warehouse:
@@ -253,6 +256,77 @@ def test_a_compaction_on_main_during_a_run_is_never_overwritten(warehouse):
     check_layers(warehouse.spark, warehouse.root, 3, PREFIX)
     assert_landed_lines_in_ods_once(warehouse.spark, warehouse.root / "landing", PREFIX)
     assert_events_reconcile_per_file(warehouse.spark, PREFIX)
+
+
+def untested_files(spark, table: str, published: int) -> int:
+    """Data files that may hold a row of a load above `published` (by the file's bounds)."""
+    return data_files(
+        spark,
+        table,
+        f"(readable_metrics._load_id.upper_bound > {published}"
+        " or readable_metrics._load_id.null_value_count > 0)",
+    )
+
+
+def test_a_scheduled_run_tests_what_it_wrote_and_the_nightly_tests_every_row(warehouse, dbt):
+    """A scheduled run's data tests read the loads since the last published run (its tests
+    passed on everything before); the nightly `dbt test --selector reconciliation` reads
+    every row, so a duplicate planted in an old load is caught there, and runs the tests
+    tagged nightly (the load ledger's, which lists every landed file)."""
+    spark = warehouse.spark
+    published = max(load for load, status, _ in warehouse.wap_runs() if status == "published")
+    landed = warehouse.root / "landing/client_events/batch=000003/part-00000.jsonl"
+    events = [json.loads(line) for line in landed.read_text().splitlines()[:20]]
+    for number, event in enumerate(events):  # a new batch: batch 3's events under new ids
+        event.update(event_id=f"ev-wap-b4-{number}", _kafka_offset=950_000_000 + number)
+    (warehouse.root / "landing/client_events/batch=000004").mkdir()
+    warehouse.land_file("client_events", 4, "part-00000.jsonl", events)
+    LandingZone(warehouse.root / "landing").mark_complete(
+        str(warehouse.root / "landing/client_events/batch=000004")
+    )
+
+    run = warehouse.build()
+    tests = {
+        result.node.name: result.node.compiled_code
+        for result in run.result.results
+        if result.node.resource_type == "test"
+    }
+    scope = f" > {published})"
+    scoped = {name for name, sql in tests.items() if scope in sql}
+    on_loads = ("ods_client__events", "ods_appdb__", "ods_landing__fields_by_load")
+    on_loads += ("dwd_client__events", "quarantine", "dws_")
+    expected = {name for name in tests if any(model in name for model in on_loads)}
+    expected |= {"assert_every_landed_line_is_placed", "assert_event_users_and_videos_known"}
+    assert expected <= scoped, sorted(expected - scoped)
+    assert not [name for name in scoped if "dim_" in name]  # the dimensions: every row
+    assert "warn_landed_files_needing_attention" not in tests  # it lists every file: nightly
+
+    ods, detail = (f"spark_catalog.{PREFIX}{t}" for t in TABLES_WITH_LOADS)
+    for table in (ods, detail):
+        new = untested_files(spark, table, published)
+        assert 0 < new < data_files(spark, table), (table, new)
+        reads = {name: files_per_scan(spark, tests[name]).get(table, []) for name in scoped}
+        # the new load's files only (none for a not_null: the files' null counts prune them)
+        assert all(set(counts) <= {0, new} for counts in reads.values()), (table, new, reads)
+        assert [name for name, counts in reads.items() if new in counts], (table, reads)
+
+    # an old load's event doubled in main: no scheduled test reads it, the nightly does
+    columns = ", ".join(
+        "cast(0 as bigint) as _load_id" if column == "_load_id" else f"`{column}`"
+        for column in spark.table(detail).columns
+    )
+    oldest = f"_load_id = (select min(_load_id) from {detail})"
+    spark.sql(f"insert into {detail} select {columns} from {detail} where {oldest} limit 1")
+    assert spark.sql(f"select count(*) from {detail} where _load_id = 0").first()[0] == 1
+    nightly = dbt(
+        ["test", "--selector", "reconciliation", "--vars", json.dumps({"schema_prefix": PREFIX})],
+        expect_success=False,
+    )
+    spark.sql(f"delete from {detail} where _load_id = 0")
+    failed = [r.node.name for r in nightly.result.results if r.status == "fail"]
+    assert "unique_dwd_client__events_event_id" in failed, failed
+    assert not [r for r in nightly.result.results if scope in r.node.compiled_code]
+    assert "warn_landed_files_needing_attention" in [r.node.name for r in nightly.result.results]
 
 
 def test_a_full_refresh_publishes_the_same_way(warehouse):

@@ -1,0 +1,48 @@
+{#- Data tests that scale with the batch (docs/running-dbt.md#data-tests).
+
+    A published run passed every error test on everything it wrote, so a scheduled run
+    (write-audit-publish on) needs to test only the rows written since the last published
+    run: those of loads above that run's load id. Any other invocation (`dbt test`, the
+    nightly `dbt test --selector reconciliation`, a developer's `dbt build -s ...`) tests
+    every row. -#}
+
+{#- The highest load id of a published run, as a number, in a scheduled run; none in any
+    other invocation (test every row). 0 before the first publish. -#}
+{% macro last_published_load() %}
+    {%- if not execute or not wap_requested() -%}{{ return(none) }}{%- endif -%}
+    {%- set runs = wap_runs_relation() -%}
+    {%- if load_relation(runs) is none -%}{{ return(0) }}{%- endif -%}
+    {%- set rows = run_query("select coalesce(max(load_id), 0) from " ~ runs ~ " where status = 'published'").rows -%}
+    {{ return(rows[0][0]) }}
+{% endmacro %}
+
+{#- A predicate on a load-id column: its rows not yet tested by a published run (a null load
+    id counts as untested), or `true` outside a scheduled run. For singular tests. -#}
+{% macro since_last_publish(column) %}
+    {%- set published = last_published_load() -%}
+    {%- if published is none -%}{{ return('true') }}{%- endif -%}
+    {{ return('(' ~ column ~ ' is null or ' ~ column ~ ' > ' ~ published ~ ')') }}
+{% endmacro %}
+
+{#- dbt's `where` config, with one placeholder: `__since_last_publish__(<load-id column>)`
+    becomes since_last_publish(<column>) in a scheduled run; in any other invocation a
+    `where` holding it is dropped and the test reads the whole table. `__relation__` names the
+    tested relation (a test of touched partitions: `day in (select day from __relation__
+    where __since_last_publish__(...))`). -#}
+{% macro get_where_subquery(relation) -%}
+    {%- set where = config.get('where', '') -%}
+    {%- set placeholder = '__since_last_publish__\\(([A-Za-z_][A-Za-z0-9_]*)\\)' -%}
+    {%- if where and modules.re.search(placeholder, where) -%}
+        {%- set published = last_published_load() -%}
+        {%- if published is none -%}
+            {%- set where = '' -%}
+        {%- else -%}
+            {%- set where = modules.re.sub(placeholder, '(\\1 is null or \\1 > ' ~ published ~ ')', where) -%}
+        {%- endif -%}
+    {%- endif -%}
+    {%- if where -%}
+        {%- set where = where | replace('__relation__', relation | string) -%}
+        {{ return('(select * from ' ~ relation ~ ' where ' ~ where ~ ') dbt_subquery') }}
+    {%- endif -%}
+    {{ return(relation) }}
+{%- endmacro %}
