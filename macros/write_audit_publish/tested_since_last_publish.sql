@@ -7,13 +7,19 @@
     every row. -#}
 
 {#- The highest load id of a published run, as a number, in a scheduled run; none in any
-    other invocation (test every row). 0 before the first publish. -#}
+    other invocation (test every row). 0 before the first publish. Read once per run (a run
+    publishes only at its end). -#}
 {% macro last_published_load() %}
     {%- if not execute or not wap_requested() -%}{{ return(none) }}{%- endif -%}
+    {%- set key = invocation_id ~ ':last_published_load' -%}
+    {%- set known = adapter.per_invocation(key) -%}
+    {%- if known is not none -%}{{ return(known) }}{%- endif -%}
     {%- set runs = wap_runs_relation() -%}
-    {%- if load_relation(runs) is none -%}{{ return(0) }}{%- endif -%}
-    {%- set rows = run_query("select coalesce(max(load_id), 0) from " ~ runs ~ " where status = 'published'").rows -%}
-    {{ return(rows[0][0]) }}
+    {%- set found = 0 -%}
+    {%- if load_relation(runs) is not none -%}
+        {%- set found = run_query("select coalesce(max(load_id), 0) from " ~ runs ~ " where status = 'published'").rows[0][0] -%}
+    {%- endif -%}
+    {{ return(adapter.per_invocation(key, found)) }}
 {% endmacro %}
 
 {#- A predicate on a load-id column: its rows not yet tested by a published run (a null load

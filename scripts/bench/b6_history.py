@@ -22,8 +22,6 @@ deduplication window: the detail reads the window's days, never the history.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import time
 from collections import Counter
@@ -37,19 +35,15 @@ from scripts.bench.common import (
     Check,
     alternating,
     bar_panels,
-    environment,
     median,
-    rollback,
-    snapshot_id,
     sql,
     write_result,
 )
-from scripts.bench.dbt_workload import SEED, SOURCES
+from scripts.bench.dbt_workload import SEED
 from scripts.bench.scan_metrics import ScanCounter
+from scripts.bench.warehouse_side import WarehouseSide, load_average
 from scripts.generate_landing import LandingGenerator, Scale
-from scripts.spark_config import PROJECT_DIR, dbt_env
 
-LAYERS = ("ods", "dwd", "dws")
 LATENESS_DAYS = 3
 GOAL = 1.3
 
@@ -96,83 +90,17 @@ def why(node: str) -> str:
     return "fixed per-statement cost dominates at this size, or machine noise; see docs/cost.md"
 
 
-class Side:
+class Side(WarehouseSide):
     """One history size: its own schemas (schema_prefix) and landing zone."""
 
     def __init__(self, ctx: BenchContext, root: Path, multiplier: int, size: B6Size):
-        self.ctx, self.multiplier = ctx, multiplier
-        self.label = f"x{multiplier}"
-        self.prefix = f"b6_{self.label}_"
-        self.root = root / self.label
-        self.live = self.root / "landing"
-        self.history = multiplier * size.history_batches
-        self.snapshots: dict[str, int] = {}
-
-    def land(self, store: Path, batches: range, landed_ago_s: float = 0) -> None:
-        """Copy `batches` into the landing zone; `landed_ago_s` dates their folders back (a
-        history landed long ago: a run lists only the folders changed since its last load)."""
-        for source in SOURCES:
-            for batch in batches:
-                name = f"batch={batch:06d}"
-                target = self.live / source / name
-                if not target.exists():
-                    shutil.copytree(store / "landing" / source / name, target)
-                    if landed_ago_s:
-                        then = time.time() - landed_ago_s
-                        os.utime(target, (then, then))
+        label = f"x{multiplier}"
+        super().__init__(ctx, root, label, f"b6_{label}_", multiplier * size.history_batches)
+        self.multiplier = multiplier
 
     def dbt(self, args: list[str], callbacks: list[Any] | None = None) -> Any:
-        from dbt.cli.main import dbtRunner
-
-        variables = {"schema_prefix": self.prefix, "max_event_lateness_days": LATENESS_DAYS}
-        with environment(LAKEHOUSE_LANDING_DIR=str(self.live)):
-            env = dbt_env(self.ctx.target)
-        flags = [
-            "--target", self.ctx.target, "--threads", "1",
-            "--project-dir", str(PROJECT_DIR),
-            "--target-path", str(self.root / "target"),
-            "--log-path", str(self.root / "logs"),
-            "--vars", json.dumps(variables),
-        ]  # fmt: skip
-        with environment(**env):
-            result = dbtRunner(callbacks=callbacks or []).invoke([*args, *flags])
-        if not result.success:
-            raise RuntimeError(f"b6 {self.label}: dbt {' '.join(args)} failed: {result.exception}")
-        return result
-
-    def tables(self) -> list[str]:
-        spark, found = self.ctx.spark, []
-        for layer in LAYERS:
-            schema = f"{self.prefix}{layer}"
-            if spark.sql(f"show schemas like '{schema}'").count():
-                found += [
-                    f"{schema}.{row.tableName}"
-                    for row in sql(spark, f"show tables in {schema}")
-                    if not row.isTemporary and not _is_view(spark, f"{schema}.{row.tableName}")
-                ]
-        return found
-
-    def drop(self) -> None:
-        spark = self.ctx.spark
-        for layer in (*LAYERS, "ops", "landing"):
-            schema = f"{self.prefix}{layer}"
-            if not spark.sql(f"show schemas like '{schema}'").count():
-                continue
-            for row in sql(spark, f"show tables in {schema}"):
-                if row.isTemporary:
-                    continue
-                name = f"{schema}.{row.tableName}"
-                if _is_view(spark, name):
-                    spark.sql(f"drop view if exists {name}")
-                else:  # landing tables are registrations: their files are the landing zone's
-                    purge = "" if layer == "landing" else " purge"
-                    spark.sql(f"drop table if exists {name}{purge}")
-            spark.sql(f"drop schema if exists {schema}")
-
-
-def _is_view(spark: Any, name: str) -> bool:
-    rows = sql(spark, f"describe table extended {name}")
-    return any(row[0] == "Type" and str(row[1]).upper() == "VIEW" for row in rows)
+        variables = {"max_event_lateness_days": LATENESS_DAYS}
+        return super().dbt(args, callbacks, variables, threads=1)
 
 
 @dataclass
@@ -212,11 +140,6 @@ def measured_build(side: Side) -> BuildSample:
     return BuildSample(seconds, node_seconds, node_files, node_tables, hooks)
 
 
-def load_average() -> list[float]:
-    with open("/proc/loadavg") as loadavg:
-        return [float(v) for v in loadavg.read().split()[:3]]
-
-
 def run(ctx: BenchContext) -> BenchResult:
     size, began, spark = SIZES[ctx.size], time.perf_counter(), ctx.spark
     root = ctx.work_dir / f"b6-{ctx.size}"
@@ -240,7 +163,7 @@ def run(ctx: BenchContext) -> BenchResult:
         side.land(store, range(1, side.history + 1), landed_ago_s=86_400)
         ctx.log(f"b6 {side.label}: loading {side.history} history batches")
         side.dbt(["build", "--exclude", "resource_type:test", "resource_type:unit_test"])
-        side.snapshots = {table: snapshot_id(spark, table) for table in side.tables()}
+        side.record()
         data_files[side.label] = {
             table.split(".", 1)[1]: sql(spark, f"select count(*) from {table}.data_files")[0][0]
             for table in side.snapshots
@@ -252,8 +175,7 @@ def run(ctx: BenchContext) -> BenchResult:
     for repeat in range(ctx.repeats):
         loads.append(load_average())
         for side in alternating(sides, repeat):
-            for table, snapshot in side.snapshots.items():
-                rollback(spark, table, snapshot)
+            side.restore()
             samples[side.label].append(measured_build(side))
         ctx.log(
             f"b6 repeat {repeat + 1}: "

@@ -9,6 +9,8 @@
   b6  one batch onto histories of x1, x10 and x100: incremental dbt build, per model
   b7  backfill of a range of days vs a full rebuild of DWD and DWS
   b8  a scheduled dbt build with write-audit-publish vs writing main directly
+  b9  freshness: one scheduled dbt build (tests, publish) after x1 and x100 histories vs
+      a hand-written PySpark job, per phase with its statements
   b11 a scheduled dbt build on local disk vs on S3 + a REST catalog (SeaweedFS started
       here; the s3 side in a process of its own), with S3 requests by type and their price
 
@@ -38,7 +40,7 @@ from scripts.bench.common import SIZES, BenchContext, BenchResult, fmt
 from scripts.cli import parser_from_doc
 from scripts.spark_config import PROJECT_DIR
 
-NAMES = ("b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b11")
+NAMES = ("b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "b11")
 
 
 def runner(name: str) -> Callable[[BenchContext], BenchResult]:
@@ -52,6 +54,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         b6_history,
         b7_backfill,
         b8_write_audit_publish,
+        b9_freshness,
         b11_object_store,
     )
 
@@ -64,6 +67,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         "b6": b6_history.run,
         "b7": b7_backfill.run,
         "b8": b8_write_audit_publish.run,
+        "b9": b9_freshness.run,
         "b11": b11_object_store.run,
     }[name]
 
@@ -94,7 +98,7 @@ def session(data_dir: Path, target: str) -> SparkSession:
 
 def main(argv: list[str] | None = None) -> int:
     parser = parser_from_doc("bench", __doc__)
-    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b8|b11")
+    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b9|b11")
     parser.add_argument("--size", choices=SIZES, default="full")
     parser.add_argument("--smoke", action="store_true", help="same as --size smoke --repeats 1")
     parser.add_argument("--repeats", type=int, help="repeats per measurement (default 3)")

@@ -5,9 +5,9 @@ so nothing here asserts on time.
 B6 (one batch onto growing histories) builds a warehouse per history size with dbt: minutes
 even at smoke size, so it is left out of this run (`bench b6 --smoke` runs it); its scan
 metric, the part its verdict rests on, is checked here on a real table. B7 (backfill vs full
-rebuild) and B8 (write-audit-publish per run) are left out likewise (`bench b7 --smoke`,
-`bench b8 --smoke`); what they measure is tested in test_backfill.py and
-test_write_audit_publish.py."""
+rebuild), B8 (write-audit-publish per run) and B9 (freshness, a warehouse per history) are
+left out likewise (`bench b7 --smoke`, ...); what they measure is tested in test_backfill.py
+and test_write_audit_publish.py."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from scripts.bench.common import BenchContext, BenchResult
 from scripts.bench.scan_metrics import ScanCounter
 
 # b11 starts object storage and a JVM of the s3 target: its committed run is its check
-SMOKE = [name for name in NAMES if name not in ("b6", "b7", "b8", "b11")]
+SMOKE = [name for name in NAMES if name not in ("b6", "b7", "b8", "b9", "b11")]
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ class LakehouseAdapter(SparkAdapter):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._recomputed_days: dict[str, list[str] | None] = {}
+        self._per_invocation: dict[str, Any] = {}
 
     @available
     def try_execute(self, sql: str) -> dict[str, Any]:
@@ -64,6 +65,16 @@ class LakehouseAdapter(SparkAdapter):
     def recomputed_days(self, relation: Any) -> list[str] | None:
         """The days noted for `relation` by this run's rendering of it (once), or None."""
         return self._recomputed_days.pop(str(relation), None)
+
+    @available
+    def per_invocation(self, key: str, value: Any = None) -> Any:
+        """A value that holds for a whole invocation, resolved once by its macro and read by
+        every node after (nodes run in several threads, each with a fresh Jinja context):
+        per_invocation(key, value) keeps it, per_invocation(key) returns it or None. Keys
+        carry the invocation id: an in-process runner may keep the adapter across commands."""
+        if value is not None:
+            self._per_invocation[key] = value
+        return self._per_invocation.get(key)
 
     def _get_columns_for_catalog(self, relation: Any) -> Iterable[dict[str, Any]]:
         """dbt-spark falls back to DESCRIBE when a table's listing has no column lines (every

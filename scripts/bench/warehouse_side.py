@@ -1,0 +1,126 @@
+"""One side of a history benchmark (B6, B9): a warehouse of its own (var schema_prefix) with
+its own landing zone, filled from a store of generated batches, dbt run in this process on
+the benchmark's session, and every table rolled back to its snapshots before each repeat,
+so every repeat meets the same files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from scripts.bench.common import BenchContext, environment, rollback, snapshot_id, sql
+from scripts.bench.dbt_workload import SOURCES
+from scripts.spark_config import PROJECT_DIR, dbt_env
+
+LAYERS = ("ods", "dwd", "dws")
+
+
+def load_average() -> list[float]:
+    with open("/proc/loadavg") as loadavg:
+        return [float(v) for v in loadavg.read().split()[:3]]
+
+
+def is_view(spark: Any, name: str) -> bool:
+    rows = sql(spark, f"describe table extended {name}")
+    return any(row[0] == "Type" and str(row[1]).upper() == "VIEW" for row in rows)
+
+
+class WarehouseSide:
+    """`history`: the batches loaded before the measured one; `schemas`: the layers whose
+    tables are rolled back (the side's prefix is prepended)."""
+
+    def __init__(
+        self,
+        ctx: BenchContext,
+        root: Path,
+        label: str,
+        prefix: str,
+        history: int,
+        schemas: tuple[str, ...] = LAYERS,
+    ) -> None:
+        self.ctx, self.label, self.prefix, self.history = ctx, label, prefix, history
+        self.root = root / label.replace(" ", "_")
+        self.live = self.root / "landing"
+        self.layers = tuple(f"{prefix}{schema}" for schema in schemas)
+        self.snapshots: dict[str, int] = {}
+
+    def land(self, store: Path, batches: range, landed_ago_s: float = 0) -> None:
+        """Copy `batches` into the landing zone; `landed_ago_s` dates their folders back (a
+        history landed long ago: a run lists only the folders changed since its last load)."""
+        for source in SOURCES:
+            for batch in batches:
+                target = self.live / source / f"batch={batch:06d}"
+                if not target.exists():
+                    shutil.copytree(store / "landing" / source / target.name, target)
+                    if landed_ago_s:
+                        then = time.time() - landed_ago_s
+                        os.utime(target, (then, then))
+
+    def dbt(
+        self,
+        args: list[str],
+        callbacks: list[Any] | None = None,
+        variables: dict[str, Any] | None = None,
+        threads: int | None = None,
+    ) -> Any:
+        """dbt in this process with the side's landing zone, target and log folders;
+        `threads` overrides the profile's."""
+        from dbt.cli.main import dbtRunner
+
+        with environment(LAKEHOUSE_LANDING_DIR=str(self.live)):
+            env = dbt_env(self.ctx.target)
+        flags = [
+            "--target", self.ctx.target,
+            "--project-dir", str(PROJECT_DIR),
+            "--target-path", str(self.root / "target"),
+            "--log-path", str(self.root / "logs"),
+            "--vars", json.dumps({"schema_prefix": self.prefix, **(variables or {})}),
+            *(["--threads", str(threads)] if threads else []),
+        ]  # fmt: skip
+        with environment(**env):
+            result = dbtRunner(callbacks=callbacks or []).invoke([*args, *flags])
+        self.ctx.spark.conf.unset("spark.wap.branch")  # the session outlives the run
+        if not result.success:
+            raise RuntimeError(f"{self.label}: dbt {' '.join(args)} failed: {result.exception}")
+        return result
+
+    def tables(self) -> list[str]:
+        spark, found = self.ctx.spark, []
+        for schema in self.layers:
+            if spark.sql(f"show schemas like '{schema}'").count():
+                found += [
+                    f"{schema}.{row.tableName}"
+                    for row in sql(spark, f"show tables in {schema}")
+                    if not row.isTemporary and not is_view(spark, f"{schema}.{row.tableName}")
+                ]
+        return found
+
+    def record(self) -> None:
+        """The tables' current snapshots: what every repeat starts from."""
+        self.snapshots = {table: snapshot_id(self.ctx.spark, table) for table in self.tables()}
+
+    def restore(self) -> None:
+        for table, snapshot in self.snapshots.items():
+            rollback(self.ctx.spark, table, snapshot)
+
+    def drop(self) -> None:
+        """Every table and view of the side (PURGE); the landing registrations only
+        unregistered (their files are the landing zone's)."""
+        spark = self.ctx.spark
+        for schema in (*self.layers, f"{self.prefix}ops", f"{self.prefix}landing"):
+            if not spark.sql(f"show schemas like '{schema}'").count():
+                continue
+            for row in sql(spark, f"show tables in {schema}"):
+                if row.isTemporary:
+                    continue
+                name = f"{schema}.{row.tableName}"
+                if is_view(spark, name):
+                    spark.sql(f"drop view if exists {name}")
+                else:
+                    purge = "" if schema.endswith("landing") else " purge"
+                    spark.sql(f"drop table if exists {name}{purge}")
+            spark.sql(f"drop schema if exists {schema}")
