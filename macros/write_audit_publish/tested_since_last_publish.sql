@@ -3,14 +3,18 @@
     A published run passed every error test on everything it wrote, so a scheduled run
     (write-audit-publish on) needs to test only the rows written since the last published
     run: those of loads above that run's load id. Any other invocation (`dbt test`, the
-    nightly `dbt test --selector reconciliation`, a developer's `dbt build -s ...`) tests
-    every row. -#}
+    nightly `dbt test --selector reconciliation`, a developer's `dbt build -s ...`, a full
+    refresh, a backfill) tests every row. -#}
 
 {#- The highest load id of a published run, as a number, in a scheduled run; none in any
     other invocation (test every row). 0 before the first publish. Read once per run (a run
     publishes only at its end). -#}
 {% macro last_published_load() %}
     {%- if not execute or not wap_requested() -%}{{ return(none) }}{%- endif -%}
+    {#- a full refresh or a backfill rewrites rows of loads already published: test them all -#}
+    {%- if flags.FULL_REFRESH or invocation_args_dict.get('event_time_start') is not none -%}
+        {{ return(none) }}
+    {%- endif -%}
     {%- set key = invocation_id ~ ':last_published_load' -%}
     {%- set known = adapter.per_invocation(key) -%}
     {%- if known is not none -%}{{ return(known) }}{%- endif -%}
