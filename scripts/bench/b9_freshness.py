@@ -252,8 +252,10 @@ def _result(
         "dbt sides: a plain scheduled `dbt build` (write-audit-publish on, tests, snapshots, "
         "publish and deferred maintenance included, the profile's threads); per phase the "
         "statements dbt sent and Spark's summed time for them (phases overlap: threads)",
-        "job side: scripts/bench/handwritten_job.py (ODS append, DWD typed and deduplicated, "
-        "quarantine, dimension merges, DWS day overwrite; one commit per table)",
+        "job side: scripts/bench/handwritten_job.py (ODS append with redelivery detection, "
+        "DWD typed, validated by the project's rules and deduplicated, every reject "
+        "quarantined with its reason, dimension merges, DWS day overwrite; one commit per "
+        "table)",
         "load average (1, 5, 15 min) before each case and at the end: "
         + "; ".join(" ".join(f"{v:.2f}" for v in load) for load in loads),
     ]
