@@ -3,12 +3,13 @@
     A published `dbt build` of the whole schedule passed every error test on everything it
     wrote, so a scheduled run (write-audit-publish on) needs to test only the rows written
     since the last such run: those of loads above its load id (a published `dbt run`, or a
-    build of a selection, tested less and does not count: `tested` in ops.wap_runs). Any other invocation (`dbt test`, the
+    build of a selection, tested less and does not count: `tested` in ops.wap_runs). Any
+    other invocation (`dbt test`, the
     nightly `dbt test --selector reconciliation`, a developer's `dbt build -s ...`, a full
     refresh, a backfill) tests every row. -#}
 
-{#- The highest load id of a published run that tested everything, as a number, in a scheduled run; none in any
-    other invocation (test every row). 0 before the first publish. Read once per run (a run
+{#- The highest load id of a published run that tested everything, as a number, in a
+    scheduled run; none in any other invocation (test every row). 0 before the first publish. Read once per run (a run
     publishes only at its end). -#}
 {% macro last_published_load() %}
     {%- if not execute or not wap_requested() -%}{{ return(none) }}{%- endif -%}
@@ -22,7 +23,7 @@
     {%- set runs = wap_runs_relation() -%}
     {%- set found = 0 -%}
     {#- only a run that tested every row it wrote (a table from before `tested`: none) -#}
-    {%- if load_relation(runs) is not none and wap_runs_record_tested(runs) -%}
+    {%- if load_relation(runs) is not none and wap_runs_have_tested_column(runs) -%}
         {%- set found = run_query("select coalesce(max(load_id), 0) from " ~ runs ~ " where status = 'published' and tested").rows[0][0] -%}
     {%- endif -%}
     {{ return(adapter.per_invocation(key, found)) }}

@@ -173,33 +173,33 @@
     {%- do run_query("create table if not exists " ~ runs ~ " (load_id bigint, invocation_id string,"
         ~ " branch string, status string, started_at timestamp, finished_at timestamp,"
         ~ " tables string, message string, tested boolean) using iceberg tblproperties ('format-version' = '2')") -%}
-    {%- if not wap_runs_record_tested(runs) -%}  {#- a table from before the column: add it -#}
+    {%- if not wap_runs_have_tested_column(runs) -%}  {#- a table from before the column: add it -#}
         {%- do run_query("alter table " ~ runs ~ " add columns (tested boolean)") -%}
     {%- endif -%}
     {%- set tables = [] -%}
     {%- for table in published -%}
         {%- do tables.append(table.relation ~ '@' ~ table.head) -%}
     {%- endfor -%}
-    {%- set tested = status == 'published' and invocation is none and wap_run_tested_everything() -%}
+    {%- set tested = status == 'published' and wap_run_tested_everything() -%}
     {%- do run_query("insert into " ~ runs ~ " values (" ~ lock.load_id ~ ", '" ~ (invocation or invocation_id) ~ "', '"
         ~ branch ~ "', '" ~ status ~ "', " ~ (("timestamp'" ~ lock.acquired_at ~ "'") if lock.acquired_at else 'null') ~ ", current_timestamp(), '"
         ~ tables | join(',') ~ "', '" ~ message | replace("\\", "\\\\") | replace("'", "\\'") ~ "', " ~ tested ~ ")") -%}
 {% endmacro %}
 
 {#- Whether ops.wap_runs has its `tested` column (tables made before it lack it). -#}
-{% macro wap_runs_record_tested(runs) %}
+{% macro wap_runs_have_tested_column(runs) %}
     {{ return('tested' in adapter.get_columns_in_relation(runs) | map(attribute='name') | map('lower') | list) }}
 {% endmacro %}
 
-{#- Whether this invocation tested every row it wrote: a `dbt build` of the whole default
-    selection (selectors.yml's `every_batch`). A scheduled `dbt run` or `dbt snapshot`
+{#- Whether this invocation tested every row it wrote: a `dbt build` with no selection of
+    its own (the default selector applies). A scheduled `dbt run` or `dbt snapshot`
     publishes rows no test read, and a build of a selection may leave a load's rows to
     downstream models built later under the same load id: neither may raise the bound. -#}
 {% macro wap_run_tested_everything() %}
     {%- set args = invocation_args_dict -%}
-    {%- set selection = ['select', 'exclude', 'models', 'resource_types', 'exclude_resource_types'] -%}
+    {%- set selection = ['select', 'exclude', 'models', 'selector', 'resource_types', 'exclude_resource_types'] -%}
     {%- for name in selection if args.get(name) -%}{{ return(false) }}{%- endfor -%}
-    {{ return(flags.WHICH == 'build' and args.get('selector') in [none, 'every_batch']) }}
+    {{ return(flags.WHICH == 'build') }}
 {% endmacro %}
 
 {#- on-run-end, after the run lock is released: a publish that stopped fails the run. -#}
