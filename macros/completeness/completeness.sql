@@ -75,26 +75,12 @@
     main; a rolled-back or unpublished snapshot does not count), or none. -#}
 {% macro completeness_stamp(relation) %}
     {%- if not execute or load_relation(relation) is none -%}{{ return(none) }}{%- endif -%}
-    {%- set heads = {} -%}
-    {%- for row in run_query("select name, snapshot_id from " ~ relation ~ ".refs where type = 'BRANCH'").rows -%}
-        {%- do heads.update({row[0]: row[1]}) -%}
-    {%- endfor -%}
-    {%- set branch = wap_active_branch() -%}
-    {%- set head = heads.get(branch) if branch in heads else heads.get('main') -%}
-    {%- set snapshots = {} -%}
-    {%- for row in run_query("select snapshot_id, parent_id, summary['" ~ completeness_key()
-          ~ "'], cast(committed_at as string) from " ~ relation ~ ".snapshots").rows -%}
-        {%- do snapshots.update({row[0]: row}) -%}
-    {%- endfor -%}
-    {%- set walk = {'at': head} -%}
-    {%- for _ in range(snapshots | length) if walk.at in snapshots -%}
-        {%- set row = snapshots[walk.at] -%}
-        {%- if row[2] is not none -%}
-            {{ return({'through': row[2], 'snapshot_id': row[0], 'committed_at': row[3]}) }}
-        {%- endif -%}
-        {%- do walk.update({'at': row[1]}) -%}
-    {%- endfor -%}
-    {{ return(none) }}
+    {#- one statement (scripts/java/lakehouse/TableState.java), not a read of refs and snapshots -#}
+    {%- set found = run_query("select reflect('lakehouse.TableState', 'stamped', '" ~ relation ~ "', '"
+        ~ completeness_key() ~ "', '" ~ (wap_active_branch() or 'main') ~ "') from values (1)").rows[0][0] -%}
+    {%- if not found -%}{{ return(none) }}{%- endif -%}
+    {%- set through, snapshot_id, committed_at = found.split('\t') -%}
+    {{ return({'through': through, 'snapshot_id': snapshot_id | int, 'committed_at': committed_at}) }}
 {% endmacro %}
 
 {% macro completeness_allowance_hours() %}

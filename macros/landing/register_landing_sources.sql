@@ -18,10 +18,17 @@
         'binaryFile': "(path string, modificationTime timestamp, length bigint, content binary, batch string) using binaryFile",
     } -%}
     {%- set registered = [] -%}
-    {%- set existing = {} -%}  {#- schema -> its tables: one listing per schema, not per source -#}
+    {#- schema -> {table: its registration fingerprint or none}: one listing per schema, not a
+        statement per source -#}
+    {%- set existing = {} -%}
     {%- for node in graph.sources.values() if node.meta.get('landing_folder') and node.schema not in existing -%}
         {%- do run_query('create schema if not exists ' ~ node.schema) -%}
-        {%- do existing.update({node.schema: run_query('show tables in ' ~ node.schema).columns['tableName'].values() | list}) -%}
+        {%- set tables = {} -%}
+        {%- for row in run_query("show table extended in " ~ node.schema ~ " like '*'").rows if not row[2] -%}
+            {%- set found = modules.re.search('lakehouse\\.registration=([^,\\]\\s]+)', row[3]) -%}
+            {%- do tables.update({row[1] | lower: found.group(1) if found else none}) -%}
+        {%- endfor -%}
+        {%- do existing.update({node.schema: tables}) -%}
     {%- endfor -%}
     {%- for node in graph.sources.values() if node.meta.get('landing_folder') -%}
         {%- set format = node.meta.get('landing_format', 'text') -%}
@@ -34,7 +41,7 @@
         {%- set ddl = columns[format] ~ " partitioned by (batch) location '" ~ location ~ "'" -%}
         {%- set fingerprint = local_md5(ddl) -%}
         {%- set table = node.schema ~ '.' ~ node.identifier -%}
-        {%- set current = _landing_table_fingerprint(node.schema, node.identifier) if node.identifier | lower in existing[node.schema] else none -%}
+        {%- set current = existing[node.schema].get(node.identifier | lower) -%}
         {%- if current != fingerprint -%}
             {%- do run_query('drop table if exists ' ~ table) -%}
             {%- do run_query('create table ' ~ table ~ ' ' ~ ddl
@@ -47,14 +54,6 @@
             {%- do registered.append(table) -%}
         {%- endif -%}
     {%- endfor -%}
+    {%- do adapter.per_invocation(invocation_id ~ ':landing_registered', true) -%}
     {{ log("landing zone " ~ landing_root ~ (": registered " ~ (registered | join(', ')) if registered else ": sources up to date"), info=true) }}
-{% endmacro %}
-
-{#- The registration fingerprint an existing landing table carries, or none -#}
-{% macro _landing_table_fingerprint(schema, identifier) %}
-    {%- for row in run_query("show tblproperties " ~ schema ~ "." ~ identifier).rows
-        if row[0] == 'lakehouse.registration' -%}
-        {{ return(row[1]) }}
-    {%- endfor -%}
-    {{ return(none) }}
 {% endmacro %}

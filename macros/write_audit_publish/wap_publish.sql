@@ -33,8 +33,9 @@
         the commits themselves -#}
     {%- set expired = _wap_expired_branches() -%}
     {%- set published = [] -%}
+    {%- set outcomes = _wap_publish_tables(candidates, branch, lock, expired) -%}
     {%- for table in candidates -%}
-        {%- set outcome = _wap_publish_table(table, branch, lock, expired) -%}
+        {%- set outcome = outcomes[loop.index0] -%}
         {%- if outcome.stop -%}
             {%- set kept = _wap_touched_tables(candidates[loop.index0:], branch) -%}
             {%- do _wap_keep(lock, branch, kept, 'conflict', outcome.stop, published) -%}
@@ -90,29 +91,39 @@
     {{ return(rows | map(attribute=0) | list) }}
 {% endmacro %}
 
-{#- Publish one table in one commit (scripts/java/lakehouse/Publish.java): main fast-forwarded
-    to the branch, tagged run_<load id> and day_<yyyymmdd>, the branch and expired branches of
-    red runs dropped. Returns {head} (none: the run did not write this table) or {stop: why
-    it must not}. Iceberg refuses (and commits nothing) when main is not an ancestor of the
-    branch: main moved since the run began. -#}
-{% macro _wap_publish_table(table, branch, lock, expired) %}
-    {%- set relation = table.relation -%}
+{#- Publish the tables in one statement, one commit per table (scripts/java/lakehouse/Publish.java):
+    main fast-forwarded to the branch, tagged run_<load id> and day_<yyyymmdd>, the branch and
+    expired branches of red runs dropped. Returns an outcome per table in order, up to the
+    first that must stop: {head} (none: the run did not write this table) or {stop: why it
+    must not}. Iceberg refuses (and commits nothing) when main is not an ancestor of the
+    branch: main moved since the run began; the helper publishes nothing after such a table. -#}
+{% macro _wap_publish_tables(candidates, branch, lock, expired) %}
+    {%- set names = candidates | map(attribute='relation') | map('string') | list -%}
+    {%- if not names -%}{{ return([]) }}{%- endif -%}
     {%- set hour_ms = 3600000 -%}
-    {%- set call = "select reflect('lakehouse.Publish', 'publish', '" ~ relation ~ "', '" ~ branch
+    {%- set call = "select reflect('lakehouse.Publish', 'publishAll', '" ~ (names | join(',')) ~ "', '" ~ branch
         ~ "', 'run_" ~ lock.load_id ~ "', cast(" ~ (var('wap_run_tag_retention_hours', var('snapshot_retention_hours', 72)) | int) * hour_ms ~ " as bigint)"
         ~ ", 'day_" ~ modules.datetime.datetime.utcnow().strftime('%Y%m%d') ~ "', cast("
         ~ (var('wap_daily_tag_retention_days', 30) | int) * 24 * hour_ms ~ " as bigint), '" ~ (expired | join(',')) ~ "') from values (1)" -%}
     {%- set done = _maintenance_execute(call) -%}
     {%- if done.error -%}
-        {{ return({'stop': "the publish of " ~ relation ~ " to " ~ branch ~ " failed, main left untouched: " ~ done.error}) }}
+        {{ return([{'stop': "the publish of " ~ names[0] ~ " to " ~ branch ~ " failed, main left untouched: " ~ done.error}]) }}
     {%- endif -%}
-    {%- set answer = done.table.rows[0][0].split(' ') -%}
-    {%- if answer[0] == 'moved' -%}
-        {{ return({'stop': "main of " ~ relation ~ " moved since the run began (its snapshot " ~ answer[1]
-            ~ " is not an ancestor of branch " ~ branch ~ "): a commit outside the run lock, e.g. a"
-            ~ " compaction. main was left untouched; the next run redoes this run's work from main"}) }}
-    {%- endif -%}
-    {{ return({'head': (answer[1] | int) if answer[0] == 'published' else none}) }}
+    {%- set outcomes = [] -%}
+    {%- for line in done.table.rows[0][0].split('\n') if line -%}
+        {%- set relation, answer, detail = (line ~ '  ').split(' ', 2) -%}
+        {%- set detail = detail.strip() -%}
+        {%- if answer == 'moved' -%}
+            {%- do outcomes.append({'stop': "main of " ~ relation ~ " moved since the run began (its snapshot " ~ detail
+                ~ " is not an ancestor of branch " ~ branch ~ "): a commit outside the run lock, e.g. a"
+                ~ " compaction. main was left untouched; the next run redoes this run's work from main"}) -%}
+        {%- elif answer == 'failed' -%}
+            {%- do outcomes.append({'stop': "the publish of " ~ relation ~ " to " ~ branch ~ " failed, main left untouched: " ~ detail}) -%}
+        {%- else -%}
+            {%- do outcomes.append({'head': (detail | int) if answer == 'published' else none}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(outcomes) }}
 {% endmacro %}
 
 {#- The maintenance the published tables' post-hooks deferred, on main, its log rows written

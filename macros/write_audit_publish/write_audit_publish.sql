@@ -32,6 +32,7 @@
     {%- endif -%}
     {%- set branch = wap_branch_of(current_load_id()) -%}
     {%- do run_query('set spark.wap.branch = ' ~ branch) -%}
+    {%- do last_published_load() -%}  {#- read once here, not by the first tests at once -#}
     {{ log("write-audit-publish: this run writes on branch " ~ branch ~ "; readers of main see it once every model and error test passed", info=true) }}
     {{ return('') }}
 {% endmacro %}
@@ -67,16 +68,11 @@
     {%- endif -%}
     {%- set existing = load_relation(relation) -%}
     {%- if existing is none or existing.is_view -%}{{ return('') }}{%- endif -%}
-    {%- set properties = {} -%}
-    {%- for row in run_query('show tblproperties ' ~ relation).rows -%}
-        {%- do properties.update({row[0]: row[1]}) -%}
-    {%- endfor -%}
-    {%- if properties.get('write.wap.enabled', '') | lower != 'true' -%}
-        {%- do run_query("alter table " ~ relation ~ " set tblproperties ('write.wap.enabled' = 'true')") -%}
+    {#- one statement for both (scripts/java/lakehouse/TableState.java) -#}
+    {%- set prepared = run_query("select reflect('lakehouse.TableState', 'prepareBranch', '" ~ relation
+        ~ "', '" ~ branch ~ "') from values (1)").rows[0][0] -%}
+    {%- if 'wap-enabled' in prepared -%}
         {{ log(relation ~ ": write.wap.enabled set (write-audit-publish)", info=true) }}
-    {%- endif -%}
-    {%- if modules.re.fullmatch('-?[0-9]+', properties.get('current-snapshot-id', 'none') | string) -%}
-        {%- do run_query('alter table ' ~ relation ~ ' create branch if not exists ' ~ branch) -%}
     {%- endif -%}
     {{ return('') }}
 {% endmacro %}

@@ -56,9 +56,11 @@ class WarehouseSide:
                 target = self.live / source / f"batch={batch:06d}"
                 if not target.exists():
                     shutil.copytree(store / "landing" / source / target.name, target)
-                    if landed_ago_s:
-                        then = time.time() - landed_ago_s
-                        os.utime(target, (then, then))
+                    # copytree keeps the store's times: date the folder as landed now (or
+                    # `landed_ago_s` ago), or a store older than the listing margin would
+                    # hide a new batch from the run's listing of changed folders
+                    then = time.time() - landed_ago_s
+                    os.utime(target, (then, then))
 
     def dbt(
         self,

@@ -245,9 +245,13 @@ def test_a_compaction_on_main_during_a_run_is_never_overwritten(warehouse):
             compaction["rewritten"] = done[0]
             compaction["after"] = warehouse.main(table)
 
+    # the state reads the changelog: it finishes after it, and must not be published after it
+    downstream = "dwd.dim_videos__state"
+    downstream_before = warehouse.main(downstream)
     run = warehouse.build(expect_success=False, on_message=on_message)
     assert compaction["rewritten"] > 0
     assert "moved since the run began" in run.log and "main was left untouched" in run.log
+    assert warehouse.main(downstream) == downstream_before
     # main keeps the compaction: same rows, the compaction's snapshot
     assert warehouse.main(table) == compaction["after"]
     assert compaction["after"][1:] == compaction["before"][1:]

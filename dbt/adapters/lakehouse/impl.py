@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -10,8 +11,12 @@ from dbt.adapters.base import available
 from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.lakehouse.connections import LakehouseConnectionManager
+
+# Statements that read and leave every table's columns as they were.
+READS = re.compile(r"\s*(select|describe|desc|show|set)\b", re.IGNORECASE)
 
 
 class LakehouseAdapter(SparkAdapter):
@@ -21,6 +26,31 @@ class LakehouseAdapter(SparkAdapter):
         super().__init__(*args, **kwargs)
         self._recomputed_days: dict[str, list[str] | None] = {}
         self._per_invocation: dict[str, Any] = {}
+        self._columns = threading.local()  # per thread: {(node, relation): columns}
+
+    def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
+        if not READS.match(sql):
+            self._columns.known = {}
+        return super().execute(sql, *args, **kwargs)
+
+    def get_columns_in_relation(self, relation: Any) -> list[Any]:
+        """dbt-spark's `describe extended`, asked once per node until the node changes a table.
+        An incremental model asked it three times for its own table (the schema-change check,
+        the insert's column list, ...): about 30 statements of a scheduled build. The answer is
+        kept for the node that asked (the invocation, the thread and its connection's name:
+        an in-process runner may keep the adapter across commands) and forgotten at
+        that thread's next statement that is not a read (`alter table ... add columns`,
+        `create or replace`, an insert), so a node never sees columns older than its own
+        last write."""
+        known = self._columns.__dict__.setdefault("known", {})
+        key = (get_invocation_id(), self._node_name(), str(relation))
+        if key not in known:
+            known[key] = super().get_columns_in_relation(relation)
+        return list(known[key])
+
+    def _node_name(self) -> str:
+        connection = self.connections.get_if_exists()
+        return connection.name if connection is not None and connection.name else ""
 
     @available
     def try_execute(self, sql: str) -> dict[str, Any]:

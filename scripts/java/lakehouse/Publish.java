@@ -58,6 +58,38 @@ public final class Publish {
     return "published " + published;
   }
 
+  /**
+   * {@link #publish} for each of {@code tables} (comma-separated, upstream first) in one call:
+   * a run's publish was a statement per table. One line per table it got to, {@code <table>
+   * <answer>}; it stops after the first table whose main moved ({@code moved ...}) or whose
+   * publish failed ({@code failed <error>}, nothing committed on that table), so no table is
+   * published after one of its inputs was not.
+   */
+  public static String publishAll(
+      String tables,
+      String branch,
+      String runTag,
+      long runTagRetainMs,
+      String dayTag,
+      long dayTagRetainMs,
+      String staleBranches) {
+    StringBuilder answers = new StringBuilder();
+    for (String table : tables.split(",")) {
+      String answer;
+      try {
+        answer = publish(table, branch, runTag, runTagRetainMs, dayTag, dayTagRetainMs, staleBranches);
+      } catch (Exception error) {
+        String message = String.valueOf(error.getMessage()).replaceAll("\\s+", " ");
+        answer = "failed " + error.getClass().getSimpleName() + ": " + message;
+      }
+      answers.append(table).append(' ').append(answer).append('\n');
+      if (!answer.startsWith("published") && !answer.equals("untouched")) {
+        break;
+      }
+    }
+    return answers.toString();
+  }
+
   private static void tag(
       ManageSnapshots update, Map<String, SnapshotRef> refs, String name, long snapshotId, long retainMs) {
     SnapshotRef existing = refs.get(name);

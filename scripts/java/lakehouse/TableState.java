@@ -1,0 +1,139 @@
+package lakehouse;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.SnapshotRef;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.spark.Spark3Util;
+
+/**
+ * What the per-model macros read of an Iceberg table, one call each instead of a statement per
+ * metadata table: Spark SQL answers a table's properties (`show tblproperties`), its snapshot
+ * log (`.snapshots`) and its refs (`.refs`) each with a statement of its own, and every
+ * statement loads the table again. Run after every model of a scheduled build, these were a
+ * tenth of its statements (issue #30).
+ *
+ * <p>Call them as {@code select reflect('lakehouse.TableState', 'summary', table) from values
+ * (1)} (see DriverSession).
+ */
+public final class TableState {
+  private TableState() {}
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /**
+   * The maintenance decision's cheap read, as JSON: {@code properties} (the table's own, plus
+   * {@code current-snapshot-id} of main as `show tblproperties` lists it, "none" before the
+   * first commit), {@code now_ms} (the driver's clock) and {@code snapshots}: per snapshot its
+   * commit time, operation, the summary's added-data-files, changed-partition-count and
+   * replace-partitions, and for main's current snapshot its total-* counters.
+   */
+  public static String summary(String table) throws Exception {
+    Table iceberg = Spark3Util.loadIcebergTable(DriverSession.get("TableState.summary"), table);
+    Snapshot current = iceberg.currentSnapshot();
+    Map<String, String> properties = new LinkedHashMap<>(iceberg.properties());
+    properties.put("current-snapshot-id", current == null ? "none" : String.valueOf(current.snapshotId()));
+    List<Map<String, Object>> snapshots = new ArrayList<>();
+    for (Snapshot snapshot : iceberg.snapshots()) {
+      Map<String, String> summary = snapshot.summary();
+      Map<String, Object> row = new LinkedHashMap<>();
+      row.put("committed_ms", snapshot.timestampMillis());
+      row.put("operation", snapshot.operation());
+      row.put("added_data_files", number(summary.get("added-data-files")));
+      row.put("changed_partition_count", number(summary.get("changed-partition-count")));
+      row.put("replace_partitions", "true".equals(summary.get("replace-partitions")));
+      if (current != null && snapshot.snapshotId() == current.snapshotId()) {
+        for (String counter : COUNTERS) {
+          row.put(counter.replace('-', '_'), number(summary.get(counter)));
+        }
+      }
+      snapshots.add(row);
+    }
+    Map<String, Object> state = new LinkedHashMap<>();
+    state.put("properties", properties);
+    state.put("now_ms", System.currentTimeMillis());
+    state.put("snapshots", snapshots);
+    return JSON.writeValueAsString(state);
+  }
+
+  /**
+   * Makes a table ready for a write-audit-publish run's writes: `write.wap.enabled` set (a
+   * table built before write-audit-publish: without it Iceberg would write main) and, when the
+   * table has a snapshot, the run's branch created from main before the first write (Iceberg
+   * 1.10.2 starts the summary totals of a snapshot that creates its branch from zero, and
+   * maintenance decides on those totals). Answers what it did: {@code wap-enabled} and/or
+   * {@code branch-created}, space-separated, or {@code ready}.
+   */
+  public static String prepareBranch(String table, String branch) throws Exception {
+    Table iceberg = Spark3Util.loadIcebergTable(DriverSession.get("TableState.prepareBranch"), table);
+    List<String> done = new ArrayList<>();
+    if (!"true".equalsIgnoreCase(iceberg.properties().get("write.wap.enabled"))) {
+      iceberg.updateProperties().set("write.wap.enabled", "true").commit();
+      done.add("wap-enabled");
+    }
+    Snapshot current = iceberg.currentSnapshot();
+    if (current != null && !iceberg.refs().containsKey(branch)) {
+      try {
+        iceberg.manageSnapshots().createBranch(branch, current.snapshotId()).commit();
+        done.add("branch-created");
+      } catch (IllegalArgumentException exists) {
+        // another writer of the same run created it between the read and the commit
+        iceberg.refresh();
+        if (!iceberg.refs().containsKey(branch)) {
+          throw exists;
+        }
+      }
+    }
+    return done.isEmpty() ? "ready" : String.join(" ", done);
+  }
+
+  /**
+   * The newest snapshot stamped with {@code key} (the completeness watermark) on the lineage
+   * of {@code branch} when the table has that branch, else of main: {@code
+   * <value>\t<snapshot id>\t<commit time, UTC>}, or an empty string (no stamp on it). A
+   * rolled-back or unpublished snapshot is not on the lineage, so it does not count.
+   */
+  public static String stamped(String table, String key, String branch) throws Exception {
+    Table iceberg = Spark3Util.loadIcebergTable(DriverSession.get("TableState.stamped"), table);
+    SnapshotRef head = iceberg.refs().get(branch);
+    if (head == null || !head.isBranch()) {
+      head = iceberg.refs().get(SnapshotRef.MAIN_BRANCH);
+    }
+    Snapshot snapshot = head == null ? null : iceberg.snapshot(head.snapshotId());
+    while (snapshot != null) {
+      String value = snapshot.summary().get(key);
+      if (value != null) {
+        String committed = COMMIT_TIME.format(Instant.ofEpochMilli(snapshot.timestampMillis()));
+        return value + "\t" + snapshot.snapshotId() + "\t" + committed;
+      }
+      snapshot = snapshot.parentId() == null ? null : iceberg.snapshot(snapshot.parentId());
+    }
+    return "";
+  }
+
+  private static final DateTimeFormatter COMMIT_TIME =
+      DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSS").withZone(ZoneOffset.UTC);
+
+  private static final String[] COUNTERS = {
+    "total-data-files", "total-delete-files", "total-position-deletes",
+    "total-equality-deletes", "total-records", "total-files-size"
+  };
+
+  private static Long number(String value) {
+    if (value == null) {
+      return null;
+    }
+    try {
+      return Long.parseLong(value.trim());
+    } catch (NumberFormatException e) {
+      return null;
+    }
+  }
+}
