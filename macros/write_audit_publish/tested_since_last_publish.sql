@@ -24,6 +24,7 @@
     {%- set found = 0 -%}
     {#- only a run that tested every row it wrote (a table from before `tested`: none) -#}
     {%- if load_relation(runs) is not none and wap_runs_have_tested_column(runs) -%}
+        {%- do adapter.per_invocation(invocation_id ~ ':wap_runs_ready', true) -%}  {#- _wap_record -#}
         {%- set found = run_query("select coalesce(max(load_id), 0) from " ~ runs ~ " where status = 'published' and tested").rows[0][0] -%}
     {%- endif -%}
     {{ return(adapter.per_invocation(key, found)) }}

@@ -180,12 +180,15 @@
     only such a published run bounds what the next scheduled run's tests read. -#}
 {% macro _wap_record(lock, branch, status, published, message, invocation=none) %}
     {%- set runs = wap_runs_relation() -%}
-    {%- do run_query('create schema if not exists ' ~ runs.schema) -%}
-    {%- do run_query("create table if not exists " ~ runs ~ " (load_id bigint, invocation_id string,"
-        ~ " branch string, status string, started_at timestamp, finished_at timestamp,"
-        ~ " tables string, message string, tested boolean) using iceberg tblproperties ('format-version' = '2')") -%}
-    {%- if not wap_runs_have_tested_column(runs) -%}  {#- a table from before the column: add it -#}
-        {%- do run_query("alter table " ~ runs ~ " add columns (tested boolean)") -%}
+    {#- found with its `tested` column by this run's last_published_load (on-run-start): ready -#}
+    {%- if not adapter.per_invocation(invocation_id ~ ':wap_runs_ready') -%}
+        {%- do run_query('create schema if not exists ' ~ runs.schema) -%}
+        {%- do run_query("create table if not exists " ~ runs ~ " (load_id bigint, invocation_id string,"
+            ~ " branch string, status string, started_at timestamp, finished_at timestamp,"
+            ~ " tables string, message string, tested boolean) using iceberg tblproperties ('format-version' = '2')") -%}
+        {%- if not wap_runs_have_tested_column(runs) -%}  {#- a table from before the column: add it -#}
+            {%- do run_query("alter table " ~ runs ~ " add columns (tested boolean)") -%}
+        {%- endif -%}
     {%- endif -%}
     {%- set tables = [] -%}
     {%- for table in published -%}

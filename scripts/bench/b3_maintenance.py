@@ -105,9 +105,9 @@ def run(ctx: BenchContext) -> BenchResult:
             "median healthy decision, seconds",
             decision_median,
             GOAL_DECISION_S,
-            why="the decision is `show tblproperties` plus one small Spark job over the "
-            "snapshots metadata table; on a loaded machine (see the load average) that job "
-            "waits for cores. Measure on an idle machine.",
+            why="the decision is one call that loads the table's metadata (TableState.summary); "
+            "on a loaded machine (see the load average) it waits for cores. Measure on an idle "
+            "machine.",
         ),
         Check(
             "decision / model run time, all healthy models",

@@ -67,8 +67,8 @@ SIZES = {
 }
 
 MAINTENANCE = re.compile(
-    r"system\.(rewrite|expire|compute|remove)|show tblproperties|maintenance_log"
-    r"|as now_ms|lakehouse\.maintenance\.",
+    r"system\.(rewrite|expire|compute|remove)|'lakehouse\.TableState', 'summary'|maintenance_log"
+    r"|with files as|describe table |lakehouse\.maintenance\.",
     re.IGNORECASE,
 )
 
