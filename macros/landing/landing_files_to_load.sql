@@ -63,7 +63,7 @@
     {%- endfor -%}
     {%- set batch_list = "'" ~ complete.keys() | join("', '") ~ "'" -%}
     {%- set query -%}
-        select listed.path, listed.batch
+        select listed.path, listed.batch, listed.length
         from {{ listing }} as listed
         where listed.batch in ({{ batch_list }})
         {%- if is_incremental() %}
@@ -75,9 +75,13 @@
         {%- endif %}
         order by listed.path
     {%- endset -%}
-    {%- set to_load, waiting, batches = [], [], [] -%}
+    {%- set to_load, waiting, batches, too_large = [], [], [], [] -%}
+    {%- set limit = landing_max_file_bytes() -%}
     {%- for row in run_query(query).rows -%}
         {%- if complete.get(row[1], false) -%}
+            {%- if row[2] is not none and row[2] > limit -%}
+                {%- do too_large.append(row[0] ~ " (" ~ "{:,}".format(row[2]) ~ " bytes)") -%}
+            {%- endif -%}
             {%- do to_load.append(row[0]) -%}
             {%- if row[1] not in batches -%}{%- do batches.append(row[1]) -%}{%- endif -%}
         {%- else -%}
@@ -89,8 +93,29 @@
             ~ " file(s) wait for their batch's _SUCCESS marker, not loaded: " ~ (waiting[:5] | join(', '))
             ~ (" ..." if waiting | length > 5 else ""), info=true) }}
     {%- endif -%}
+    {%- if too_large -%}
+        {{ exceptions.raise_compiler_error("landing " ~ source_name ~ "." ~ table_name ~ ": " ~ (too_large | length)
+            ~ " landed file(s) above the limit of " ~ "{:,}".format(limit) ~ " bytes for one file (var landing_max_file_bytes): "
+            ~ (too_large[:5] | join(', ')) ~ (" ..." if too_large | length > 5 else "") ~ ". ODS reads a landed file whole,"
+            ~ " in one task and one value: a larger one would exhaust that task's memory. Nothing of this source was loaded."
+            ~ " Split the file into smaller ones in its batch folder (each under the limit; it was never loaded, so no line"
+            ~ " is loaded twice), or raise the limit if the executors' memory allows (docs/configuration.md).") }}
+    {%- endif -%}
     {{ log("landing " ~ source_name ~ "." ~ table_name ~ ": " ~ (to_load | length) ~ " new file(s) to load", info=true) }}
     {{ return({'files': to_load, 'listed_at_ms': listed_at_ms, 'batches': batches}) }}
+{% endmacro %}
+
+{#- The largest landed file an ODS model reads (bytes, var landing_max_file_bytes): ODS reads a
+    file whole (`wholetext`), so one file is one task and one string in that task's memory,
+    and Java cannot hold a string of 2 GiB at all. The default, 256 MiB, keeps that string
+    and the lines split from it well inside the embedded targets' 4 GB driver; a 303 MB file
+    built there (issue #30's measurement). -#}
+{% macro landing_max_file_bytes() %}
+    {%- set limit = var('landing_max_file_bytes', 268435456) -%}
+    {%- if limit is not number or limit < 1 or limit >= 2147483647 -%}
+        {{ exceptions.raise_compiler_error("var landing_max_file_bytes must be a number of bytes from 1 to 2147483646 (a Java string's limit), got " ~ limit) }}
+    {%- endif -%}
+    {{ return(limit | int) }}
 {% endmacro %}
 
 {#- A value inside a single-quoted Spark SQL string -#}

@@ -275,3 +275,29 @@ def test_fields_no_source_declares_stay_raw_and_are_reported(spark, build):
         select get_json_object(_raw_line, '$.ab_test_group') from {PREFIX}ods.ods_client__events
         where get_json_object(_raw_line, '$._kafka_offset') = '12'""").first()[0]
     assert raw == "B"
+
+
+def test_a_landed_file_above_the_size_limit_is_refused_by_name_then_loaded_once_allowed(
+    spark, dbt, data_dir: Path, build
+):
+    """ODS reads a landed file whole, in one task: a file above the limit (var
+    landing_max_file_bytes) stops its source's load before any line is read, naming the file,
+    its size, the limit and what to do; nothing of it is loaded, nothing dropped. Once the
+    limit allows it, it loads like any other file."""
+    landing = data_dir / "bad_input_landing"
+    cases = [(f"line {i}", event(200 + i), ACCEPTED) for i in range(20)]
+    land(landing, "client_events", 3, cases)
+    size = (landing / "client_events" / "batch=000003" / "part-00000.jsonl").stat().st_size
+    ods = f"{PREFIX}ods.ods_client__events"
+    before = spark.sql(f"select count(*) from {ods}").first()[0]
+
+    limited = json.dumps({"schema_prefix": PREFIX, "landing_max_file_bytes": size - 1})
+    run = dbt(["build", "--vars", limited], expect_success=False, landing=landing)
+    assert not run.success
+    assert "part-00000.jsonl" in run.log and f"{size:,} bytes" in run.log
+    assert f"limit of {size - 1:,} bytes" in run.log and "landing_max_file_bytes" in run.log
+    assert spark.sql(f"select count(*) from {ods}").first()[0] == before
+
+    dbt(["build", "--vars", json.dumps({"schema_prefix": PREFIX})], landing=landing)
+    loaded = spark.sql(f"select count(*) from {ods} where cast(_batch_id as int) = 3").first()[0]
+    assert loaded == len(cases)
