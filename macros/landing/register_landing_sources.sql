@@ -24,7 +24,8 @@
     {%- for node in graph.sources.values() if node.meta.get('landing_folder') and node.schema not in existing -%}
         {%- do run_query('create schema if not exists ' ~ node.schema) -%}
         {%- set tables = {} -%}
-        {%- for row in run_query("show table extended in " ~ node.schema ~ " like '*'").rows if not row[2] -%}
+        {%- for row in run_query("show table extended in " ~ node.schema ~ " like '*'").rows
+              if (row[2] | string | lower) != 'true' -%}  {#- not the session's temporary views -#}
             {%- set found = modules.re.search('lakehouse\\.registration=([^,\\]\\s]+)', row[3]) -%}
             {%- do tables.update({row[1] | lower: found.group(1) if found else none}) -%}
         {%- endfor -%}

@@ -315,3 +315,5 @@ def test_landing_registration_follows_the_configured_location(spark, warehouse, 
     assert location() == f"file:{tmp_path}/moved/client_events"
     warehouse.dbt(operation)
     assert location() == f"file:{warehouse.landing}/client_events"
+    # unchanged, a registration is read from the schema's listing and kept, not redone
+    assert "sources up to date" in warehouse.dbt(operation).log
