@@ -133,8 +133,10 @@ def s3a_conf(services: ServiceSettings) -> dict[str, str]:
         ),
         # table buckets refuse the deletes of S3A's directory markers: keep them
         "spark.hadoop.fs.s3a.directory.marker.retention": "keep",
-        # a store that is down fails the first statement in seconds, not after minutes
-        "spark.hadoop.fs.s3a.attempts.maximum": "2",
+        # a store that is down fails the first statement in seconds, not after minutes; but
+        # Hadoop 3.3 leaves a 500 (a store's passing InternalError) to the SDK's own retries:
+        # 6 ride out about 6 s of them (backoff from 100 ms); 2 failed a build in CI
+        "spark.hadoop.fs.s3a.attempts.maximum": "6",
         "spark.hadoop.fs.s3a.retry.limit": "2",
         "spark.hadoop.fs.s3a.connection.establish.timeout": "5000",
     }

@@ -103,6 +103,13 @@ print("RESULT", json.dumps({
 """
 
 
+def store_log(env: dict[str, str]) -> str:
+    """The end of the store's own log: what it said about a request it failed."""
+    log = Path(env["LAKEHOUSE_DATA_DIR"]) / "services" / "seaweedfs.log"
+    lines = log.read_text(errors="replace").splitlines()[-40:] if log.is_file() else []
+    return "\n-- the store's log:\n" + "\n".join(lines)
+
+
 def run_s3_process(env: dict[str, str], script: str) -> dict:
     # ~6 minutes on an idle 2-core machine; a busy one may take twice that and more
     try:
@@ -116,8 +123,8 @@ def run_s3_process(env: dict[str, str], script: str) -> dict:
         )
     except subprocess.TimeoutExpired as late:  # say how far it got
         tail = str(late.output)[-3000:]
-        raise AssertionError(f"the s3 script ran out of time:\n{tail}") from late
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        raise AssertionError(f"the s3 script ran out of time:\n{tail}{store_log(env)}") from late
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:] + store_log(env)
     reports = {  # the script's "RESULT {json}" line, and any other "TAG {json}" line
         line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1])
         for line in done.stdout.splitlines()
