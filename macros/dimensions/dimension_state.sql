@@ -8,7 +8,7 @@
     `_checked_load_id` is the highest load whose changes were compared for the key (won or
     lost): the model's watermark. It advances for deletes and stale changes too, so no load is
     merged twice. Tombstones are dropped after a retention (expire_dimension_tombstones).
-      changes   the checked changelog model (typed, with reject_reason)
+      changes   the checked changelog model (typed, with reject_reason): its ref
       key       the source table's primary key column
       columns   the state's attribute columns, as the checked model names them -#}
 {% macro dimension_state(changes, key, columns) %}
@@ -27,7 +27,7 @@ with new_changes as (
         _loaded_at,
         _load_id as _checked_load_id,
         false as _is_current_state
-    from {{ changes }}
+    from {{ typed_rows(changes) }}  -- this run's load parsed once
     where
         reject_reason is null
         and op != '-U'  -- before-images carry no new state

@@ -4,19 +4,27 @@
     an accepted new event, and any earlier copy of it, lies between the new loads' earliest
     arrival minus the lateness and their latest arrival plus the skew. Deduplication reads
     only those day partitions of the detail table. None on a first build; (none, none) when
-    nothing new arrived. The arrival time is read from the raw line as DWD parses it. -#}
-{% macro new_events_window(ods_relation, target_column='_load_id', target_filter=none) %}
+    nothing new arrived. The arrival time is read from the raw line as DWD parses it, or,
+    for this run's load when it is cached (typed_rows), the typed model's `ingested_at`
+    (`typed`: the ref of the source's typed model). -#}
+{% macro new_events_window(ods_relation, target_column='_load_id', target_filter=none, typed=none) %}
     {%- if not execute or not is_incremental() or model.resource_type == 'unit_test' -%}
         {{ return(none) }}
     {%- endif -%}
+    {%- set new_loads = loaded_since_last_run(target_column=target_column, target_filter=target_filter) -%}
+    {%- set cached = none if typed is none else adapter.per_invocation(invocation_id ~ ':typed_rows:' ~ typed) -%}
     {%- set query -%}
         select
             cast(min(arrived_at) - make_interval(0, 0, 0, {{ var('max_event_lateness_days') }}) as string),
             cast(max(arrived_at) + make_interval(0, 0, 0, 0, {{ var('max_clock_skew_hours') }}) as string)
         from (
+            {%- if cached %}
+            select ingested_at as arrived_at from {{ cached.cache }} where {{ new_loads }}
+            union all
+            {%- endif %}
             select try_cast(get_json_object(_raw_line, '$._ingested_at') as timestamp) as arrived_at
             from {{ ods_relation }}
-            where {{ loaded_since_last_run(target_column=target_column, target_filter=target_filter) }}
+            where {{ new_loads }}{% if cached %} and _load_id < {{ cached.load_id }}{% endif %}
         )
     {%- endset -%}
     {%- set row = run_query(query).rows[0] -%}

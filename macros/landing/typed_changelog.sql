@@ -49,14 +49,12 @@
         {%- do checked_values.append([name, type]) -%}
     {%- endfor -%}
     {%- do checked_values.append(['_source_committed_at', 'timestamp']) -%}
-with ods as (
-    select
-        *,
-        {{ landed_record(source_name, table_name) }} as record
-    from {{ ods_relation }}
-),
-
-typed as (
+{#- subqueries, not CTEs: the run's rows are cached for the readers (dwd_landing__typed_rows), and Spark's
+    cache never matches a plan that holds a CTE -#}
+select
+    *,
+    {{ changelog_reject_reason(key_column) }} as reject_reason
+from (  -- noqa: ST05
     select
         ods.record.op,
         {%- for name, type, column in fields %}
@@ -77,11 +75,11 @@ typed as (
             [['_kafka_partition', 'int'], ['_kafka_offset', 'bigint']], 'ods.record'
         ) }} as invalid_arrival_reason,
         {{ landed_line_columns() }}
-    from ods
-)
-
-select
-    *,
-    {{ changelog_reject_reason(key_column) }} as reject_reason
-from typed
+    from (  -- noqa: ST05
+        select
+            *,
+            {{ landed_record(source_name, table_name) }} as record
+        from {{ ods_relation }}
+    ) as ods
+) as typed
 {%- endmacro %}

@@ -11,7 +11,8 @@
     a re-sent event (same event_id) that is already here is not appended again (it goes to
     the quarantine as duplicate_event_id; a re-delivered record never gets this far). -#}
 {%- set backfill = model_backfill() %}
-{%- set window = none if backfill else new_events_window(ref('ods_client__events')) %}
+{%- set checked = typed_rows(ref('dwd_client__events_checked')) %}
+{%- set window = none if backfill else new_events_window(ref('ods_client__events'), typed=ref('dwd_client__events_checked')) %}
 {#- a backfill recomputes the loads this model has processed; later ones are the schedule's
     (taking them here would move the watermark past their other days) -#}
 {%- set loads = processed_loads() if backfill else loaded_since_last_run() %}
@@ -19,7 +20,7 @@
 {%- set in_range = backfill_filter(backfill, 'first_deliveries.event_at') if backfill else 'true' %}
 
 with valid_events as (
-    select * from {{ ref('dwd_client__events_checked') }}
+    select * from {{ checked }}
     where
         reject_reason is null
         and {{ loads }}

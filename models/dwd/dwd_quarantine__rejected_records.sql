@@ -1,5 +1,6 @@
 {{ config(partition_by=['source_table']) }}
 {{ depends_on_landed_sources() }}
+-- depends_on: {{ ref('dwd_landing__typed_rows') }} (this run's typed rows: typed_rows)
 
 {#- Every landed record that did not make it into DWD, with the reason, for every declared
     landing source (declared_landed_sources: a source added in yml is covered here without
@@ -17,11 +18,11 @@ with
     {%- set this_source = "source_table = '" ~ landed.source_table ~ "'" %}
 
     {{ landed.source_table }}_new as (
-        select * from {{ ref(landed.typed) }}
+        select * from {{ typed_rows(ref(landed.typed)) }}
         where {{ loaded_since_last_run(target_filter=this_source) }}
     ),
     {%- if landed.accepted_in %}
-        {%- set window = new_events_window(ref(landed.ods), target_filter=this_source) %}
+        {%- set window = new_events_window(ref(landed.ods), target_filter=this_source, typed=ref(landed.typed)) %}
 
         {{ landed.source_table }}_resent as (
             -- valid, but another delivery of a record already accepted (another line: the accepted

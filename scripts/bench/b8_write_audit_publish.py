@@ -38,7 +38,7 @@ SIZES = {
     "full": Scale(),
 }
 SIDES = {"write-audit-publish": True, "direct to main": False}
-HOOK_LINE = re.compile(r"OK hook: lakehouse\.on-run-end\.0 .* in (?P<s>[\d.]+)s")
+HOOK_LINE = re.compile(r"OK hook: lakehouse\.on-run-end\.1 .* in (?P<s>[\d.]+)s")  # wap_publish
 
 
 def run(ctx: BenchContext) -> BenchResult:

@@ -76,10 +76,10 @@ MAINTENANCE = re.compile(
 def phase_of(node: str, statement: str) -> str:
     if node.startswith("operation.") and "on-run-start" in node:
         return "on-run-start (lock, branch, landing)"
-    if node.endswith("on-run-end-0"):
+    if node.endswith("on-run-end-1"):  # wap_publish (dbt_project.yml)
         return "maintenance (deferred)" if MAINTENANCE.search(statement) else "publish"
     if node.startswith("operation."):
-        return "on-run-end (lock release)"
+        return "on-run-end (caches, lock release)"
     if node.startswith("model."):
         return "models (with their hooks)"
     if node.startswith("snapshot."):
