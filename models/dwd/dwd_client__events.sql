@@ -11,8 +11,9 @@
     a re-sent event (same event_id) that is already here is not appended again (it goes to
     the quarantine as duplicate_event_id; a re-delivered record never gets this far). -#}
 {%- set backfill = model_backfill() %}
-{%- set checked = typed_rows(ref('dwd_client__events_checked')) %}
-{%- set window = none if backfill else new_events_window(ref('ods_client__events'), typed=ref('dwd_client__events_checked')) %}
+{%- set typed = ref('dwd_client__events_checked') %}
+{%- set checked = typed_rows(typed) %}
+{%- set window = none if backfill else new_events_window(ref('ods_client__events'), typed=typed) %}
 {#- a backfill recomputes the loads this model has processed; later ones are the schedule's
     (taking them here would move the watermark past their other days) -#}
 {%- set loads = processed_loads() if backfill else loaded_since_last_run() %}

@@ -4,6 +4,6 @@
     load, parsed and typed once into Spark's cache for the run's readers (the detail, the
     dimension states, the quarantine). macros/typed_rows/typed_rows.sql -#}
 {%- for name in landed_source_models() if name.endswith('_checked') %}
-    -- depends_on: {{ ref(name) }}
+-- depends_on: {{ ref(name) }}
 {%- endfor %}
 select 1 as cached
