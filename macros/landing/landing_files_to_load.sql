@@ -96,24 +96,25 @@
     {%- if too_large -%}
         {{ exceptions.raise_compiler_error("landing " ~ source_name ~ "." ~ table_name ~ ": " ~ (too_large | length)
             ~ " landed file(s) above the limit of " ~ "{:,}".format(limit) ~ " bytes for one file (var landing_max_file_bytes): "
-            ~ (too_large[:5] | join(', ')) ~ (" ..." if too_large | length > 5 else "") ~ ". ODS reads a landed file whole,"
-            ~ " in one task and one value: a larger one would exhaust that task's memory. Nothing of this source was loaded."
-            ~ " Split the file into smaller ones in its batch folder (each under the limit; it was never loaded, so no line"
-            ~ " is loaded twice), or raise the limit if the executors' memory allows (docs/configuration.md).") }}
+            ~ (too_large[:5] | join(', ')) ~ (" ..." if too_large | length > 5 else "") ~ ". Nothing of this source was"
+            ~ " loaded. The limit is a guard against a runaway file (a writer that never rolls its file), not a memory"
+            ~ " limit: ODS reads a file in splits over all cores. Raise it for a file that is meant to be this large, or"
+            ~ " split the file into smaller ones in its batch folder (it was never loaded, so no line is loaded twice);"
+            ~ " docs/configuration.md.") }}
     {%- endif -%}
     {{ log("landing " ~ source_name ~ "." ~ table_name ~ ": " ~ (to_load | length) ~ " new file(s) to load", info=true) }}
     {{ return({'files': to_load, 'listed_at_ms': listed_at_ms, 'batches': batches}) }}
 {% endmacro %}
 
-{#- The largest landed file an ODS model reads (bytes, var landing_max_file_bytes): ODS reads a
-    file whole (`wholetext`), so one file is one task and one string in that task's memory,
-    and Java cannot hold a string of 2 GiB at all. The default, 256 MiB, keeps that string
-    and the lines split from it well inside the embedded targets' 4 GB driver; a 303 MB file
-    built there (issue #30's measurement). -#}
+{#- The largest landed file an ODS model reads (bytes, var landing_max_file_bytes). ODS reads
+    a file line by line in splits (spark.sql.files.maxPartitionBytes, 128 MiB), so a task
+    holds one split's lines, whatever the file's size: the limit is a guard against a writer
+    that never rolls its file (a run's cost and shuffle follow the file), not a memory limit.
+    What remains bounded by memory is one line (a Java string, under 2 GiB). Default 16 GiB. -#}
 {% macro landing_max_file_bytes() %}
-    {%- set limit = var('landing_max_file_bytes', 268435456) -%}
-    {%- if limit is not number or limit < 1 or limit >= 2147483647 -%}
-        {{ exceptions.raise_compiler_error("var landing_max_file_bytes must be a number of bytes from 1 to 2147483646 (a Java string's limit), got " ~ limit) }}
+    {%- set limit = var('landing_max_file_bytes', 17179869184) -%}
+    {%- if limit is not number or limit < 1 -%}
+        {{ exceptions.raise_compiler_error("var landing_max_file_bytes must be a positive number of bytes, got " ~ limit) }}
     {%- endif -%}
     {{ return(limit | int) }}
 {% endmacro %}

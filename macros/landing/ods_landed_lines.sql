@@ -9,13 +9,19 @@
 {%- set landing = source(source_name, table_name) -%}
 {%- set load = landing_files_to_load(source_name, table_name) -%}
 {%- set first_new_offsets = _first_new_offsets(landing, load) -%}
-with landed_files as (
+with scanned as (
     {%- if load.files %}
+    -- line by line, in splits of at most spark.sql.files.maxPartitionBytes spread over the
+    -- cores: a line lies in exactly one split (the reader finishes the line a split ends in
+    -- and the next split skips it), and a split's lines come in file order, one after
+    -- another in one scan partition, so their scan positions are consecutive
     select
         _metadata.file_path as _source_file,
         _metadata.file_size as _file_size,
         _metadata.file_modification_time as _file_modified_at,
-        case when right(value, 1) = '\n' then left(value, length(value) - 1) else value end as file_text
+        _metadata.file_block_start as _split_start,
+        monotonically_increasing_id() as _scan_position,
+        value as _raw_line
     from {{ landing }}
     where
         batch in ('{{ load.batches | join("', '") }}')
@@ -26,20 +32,46 @@ with landed_files as (
         cast(null as string) as _source_file,
         cast(null as bigint) as _file_size,
         cast(null as timestamp) as _file_modified_at,
-        cast(null as string) as file_text
+        cast(null as bigint) as _split_start,
+        cast(null as bigint) as _scan_position,
+        cast(null as string) as _raw_line
     where false
     {%- endif %}
 ),
 
+splits as (
+    -- per split: its first line's scan position, and the lines of the file's earlier splits
+    select
+        _source_file,
+        _split_start,
+        first_position,
+        coalesce(sum(line_count) over (
+            partition by _source_file order by _split_start
+            rows between unbounded preceding and 1 preceding
+        ), 0) as lines_before
+    from (
+        select
+            _source_file,
+            _split_start,
+            count(*) as line_count,
+            min(_scan_position) as first_position
+        from scanned
+        group by _source_file, _split_start
+    )
+),
+
 lines as (
     select
-        landed_files.*,
-        line.pos + 1 as _source_line,
-        line.text as _raw_line
-    from landed_files
-    lateral view posexplode(
-        if(file_text = '', cast(array() as array<string>), split(file_text, '\n'))
-    ) line as pos, text
+        scanned._source_file,
+        scanned._file_size,
+        scanned._file_modified_at,
+        splits.lines_before + (scanned._scan_position - splits.first_position) + 1 as _source_line,
+        scanned._raw_line
+    from scanned
+    inner join splits
+        on
+            scanned._source_file = splits._source_file
+            and scanned._split_start = splits._split_start
 ),
 
 identified as (
@@ -109,10 +141,9 @@ left join delivered_before
     {%- set query -%}
         select partition, min(offset) from (
             select
-                try_cast(get_json_object(line, '$._kafka_partition') as int) as partition,
-                try_cast(get_json_object(line, '$._kafka_offset') as bigint) as offset
+                try_cast(get_json_object(value, '$._kafka_partition') as int) as partition,
+                try_cast(get_json_object(value, '$._kafka_offset') as bigint) as offset
             from {{ landing }}
-            lateral view explode(split(value, '\n')) lines as line
             where
                 batch in ('{{ load.batches | join("', '") }}')
                 and {{ landing_file_filter('_metadata.file_path', load.files) }}

@@ -1,8 +1,10 @@
 {#- Registers every source whose `meta.landing_folder` is set as an unmanaged table over that
     folder of the landing zone (landing_dir(): a URI or a path, passed on unchanged),
     partitioned by its batch folders (`batch=<id>`):
-      landing_format 'text'        one row per file: its whole text (ODS splits it into lines,
-                                   so every landed line is kept raw, fields declared or not);
+      landing_format 'text'        one row per line, lines ended by '\n' alone (a '\r' stays
+                                   in its line), every landed line kept raw, fields declared
+                                   or not; read in splits, so a file of any size is spread
+                                   over the cores (ods_landed_lines numbers the lines);
       landing_format 'binaryFile'  one row per file: path, size, modification time, without
                                    reading the content (the load ledger's listing).
     A registration finds the batch folders there are (`recover partitions`); an ODS run adds
@@ -14,7 +16,7 @@
     {%- if not execute -%}{{ return('') }}{%- endif -%}
     {%- set landing_root = landing_dir() -%}
     {%- set columns = {
-        'text': "(value string, batch string) using text options (wholetext 'true')",
+        'text': "(value string, batch string) using text options (lineSep '\\n')",
         'binaryFile': "(path string, modificationTime timestamp, length bigint, content binary, batch string) using binaryFile",
     } -%}
     {%- set registered = [] -%}

@@ -165,7 +165,7 @@ def land(landing: Path, folder: str, batch: int, cases: list) -> None:
     zone = LandingZone(landing)
     target = zone.batch_folder(folder, batch)
     lines = [c[1] if isinstance(c[1], str) else json.dumps(c[1]) for c in cases]
-    zone.write_file(target, "part-00000.jsonl", "\n".join(lines) + "\n")
+    zone.write_file(target, "part-00000.jsonl", "".join(line + "\n" for line in lines))
     zone.mark_complete(target)
 
 
@@ -280,8 +280,8 @@ def test_fields_no_source_declares_stay_raw_and_are_reported(spark, build):
 def test_a_landed_file_above_the_size_limit_is_refused_by_name_then_loaded_once_allowed(
     spark, dbt, data_dir: Path, build
 ):
-    """ODS reads a landed file whole, in one task: a file above the limit (var
-    landing_max_file_bytes) stops its source's load before any line is read, naming the file,
+    """A file above the limit (var landing_max_file_bytes, a guard against a writer that
+    never rolls its file) stops its source's load before any line is read, naming the file,
     its size, the limit and what to do; nothing of it is loaded, nothing dropped. Once the
     limit allows it, it loads like any other file."""
     landing = data_dir / "bad_input_landing"
@@ -303,3 +303,44 @@ def test_a_landed_file_above_the_size_limit_is_refused_by_name_then_loaded_once_
     dbt([*model, "--vars", json.dumps({"schema_prefix": PREFIX})], landing=landing)
     loaded = spark.sql(f"select count(*) from {ods} where cast(_batch_id as int) = 3").first()[0]
     assert loaded == len(cases)
+
+
+def test_a_file_read_in_many_splits_keeps_every_line_and_its_number(spark, dbt, data_dir: Path):
+    """ODS reads a landed file line by line in splits spread over the cores (a file of any
+    size, no task holding it whole), and numbers each line from the splits before it. With
+    splits of 1 KiB, a file of lines of every shape (a line longer than several splits, empty
+    lines, a '\r' kept in its line, multi-byte characters on split boundaries, no final
+    newline) lands in ODS line for line, each with its number in the file."""
+    landing = data_dir / "bad_input_landing"
+    lines = []
+    for i in range(400):
+        record = event(300 + i, region="大陆" * (i % 7))
+        lines.append(json.dumps(record, ensure_ascii=False) + ("\r" if i % 53 == 5 else ""))
+        if i % 61 == 3:
+            lines.append("")
+        if i == 200:
+            lines.append(json.dumps(event(900, os="x" * 5000)))  # several splits long
+    content = "\n".join(lines).encode()  # no final newline
+    zone = LandingZone(landing)
+    folder = zone.batch_folder("client_events", 4)
+    zone.write_file(folder, "part-00000.jsonl", content.decode())
+    zone.mark_complete(folder)
+    split_bytes = 1024
+    spark.conf.set("spark.sql.files.maxPartitionBytes", str(split_bytes))
+    try:
+        model = ["run", "--select", "ods_client__events"]
+        dbt([*model, "--vars", json.dumps({"schema_prefix": PREFIX})], landing=landing)
+        # as ODS reads it: the landing table as registered (splits inside the long line hold
+        # no line start, so no line: they are not counted)
+        splits = spark.sql(f"""
+            select count(distinct _metadata.file_block_start) from {PREFIX}landing.client_events
+            where batch = '000004'""").first()[0]
+        assert splits > len(content) // split_bytes - 10 > 100
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    expected = {number: line.decode() for number, line in enumerate(content.split(b"\n"), 1)}
+    rows = spark.sql(f"""
+        select _source_line, _raw_line from {PREFIX}ods.ods_client__events
+        where _batch_id = '000004'""").collect()
+    assert len(rows) == len(expected) == len(lines)
+    assert {r._source_line: r._raw_line for r in rows} == expected
