@@ -4,8 +4,10 @@
     say or however runs overlap. The watermark is resolved before the model's SQL runs and
     rendered as a literal (Iceberg prunes files by it; a reviewer sees it in target/).
     On a first build: every row. `target_column` names the watermark in this model when it
-    differs; `target_filter` narrows it (one watermark per source in a shared table). -#}
-{% macro loaded_since_last_run(column='_load_id', target_column=none, target_filter=none) %}
+    differs; `target_filter` narrows it (one watermark per source in a shared table);
+    `checked_source`: the watermark is at least the load this model recorded having read
+    that source through (checked_through.sql). -#}
+{% macro loaded_since_last_run(column='_load_id', target_column=none, target_filter=none, checked_source=none) %}
     {%- if not is_incremental() -%}
         true
     {%- else -%}
@@ -14,7 +16,11 @@
             {%- if target_filter %} where {{ target_filter }}{% endif %}
         {%- endset -%}
         {%- if execute and model.resource_type != 'unit_test' -%}
-            {{ column }} > {{ run_query(watermark_sql).columns[0].values()[0] }}
+            {%- set watermark = run_query(watermark_sql).columns[0].values()[0] -%}
+            {%- if checked_source -%}
+                {%- set watermark = [watermark, checked_through().get(checked_source, 0)] | max -%}
+            {%- endif -%}
+            {{ column }} > {{ watermark }}
         {%- else -%}
             {#- unit tests give `this` as a fixture: read it inline -#}
             {{ column }} > ({{ watermark_sql }})

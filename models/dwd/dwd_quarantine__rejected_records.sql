@@ -1,4 +1,4 @@
-{{ config(partition_by=['source_table']) }}
+{{ config(partition_by=['source_table'], post_hook=['{{ record_checked_through() }}']) }}
 {{ depends_on_landed_sources() }}
 -- depends_on: {{ ref('dwd_landing__typed_rows') }} (this run's typed rows: typed_rows)
 
@@ -6,7 +6,8 @@
     landing source (declared_landed_sources: a source added in yml is covered here without
     an edit). Together with the DWD tables this accounts for every ODS row: landed =
     accepted + rejected (assert_every_landed_line_is_placed). Each source has its own
-    load-id watermark. -#}
+    load-id watermark: the higher of its rows' and the load it has read the source through
+    (record_checked_through: a source with no reject is not read again). -#}
 {%- set sources = declared_landed_sources() %}
 {%- set columns = [
     'reject_reason', 'kafka_partition', 'kafka_offset', 'raw_record',
@@ -19,10 +20,12 @@ with
 
     {{ landed.source_table }}_new as (
         select * from {{ typed_rows(ref(landed.typed)) }}
-        where {{ loaded_since_last_run(target_filter=this_source) }}
+        where {{ loaded_since_last_run(target_filter=this_source, checked_source=landed.source_table) }}
     ),
     {%- if landed.accepted_in %}
-        {%- set window = new_events_window(ref(landed.ods), target_filter=this_source, typed=ref(landed.typed)) %}
+        {%- set window = new_events_window(
+            ref(landed.ods), target_filter=this_source, typed=ref(landed.typed), checked_source=landed.source_table
+        ) %}
 
         {{ landed.source_table }}_resent as (
             -- valid, but another delivery of a record already accepted (another line: the accepted
