@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	@# editable_mode=compat puts the project folder on sys.path, where dbt finds the project's
 	@# adapter dbt/adapters/lakehouse (dbt.adapters gathers its subpackages from sys.path).
 	@$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-		--config-settings editable_mode=compat -e '.[dev]' > $(VENV)/install.log 2>&1 \
+		--config-settings editable_mode=compat -e '.[dev,operations]' > $(VENV)/install.log 2>&1 \
 		|| (tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1)
 	@touch $@
 

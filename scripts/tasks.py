@@ -1,9 +1,9 @@
 """The project's commands: `lakehouse build`, `lakehouse test`, `lakehouse dbt ...`.
 
 build  generate sample data when the landing zone is empty, then `dbt build` every layer
-test   pytest, with sqlfluff lint and ruff check running beside it
+test   pytest, with `lint` running beside it
 test-times  write the last test run's time per file into docs/testing.md
-lint   sqlfluff lint and ruff check only
+lint   sqlfluff lint, ruff check and the conventions gate (scripts/conventions.py) only
 dbt    any dbt command, in-process, on a SparkSession configured by scripts.spark_config;
        with --target cluster, through the Thrift server of `lakehouse-cluster start` instead
        (no local SparkSession; the server reads the same landing folder as the local target)
@@ -91,6 +91,7 @@ def lint_commands() -> list[tuple[list[str], dict[str, str]]]:
     return [
         ([os.path.join(bin_dir, "ruff"), "check", "."], {}),
         ([os.path.join(bin_dir, "sqlfluff"), "lint", "models", "tests/dbt"], dbt_env("ci")),
+        ([sys.executable, "-m", "scripts.conventions"], {}),
     ]
 
 
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("build", help="sample data (if none) + dbt build of every layer")
     sub.add_parser("test", help="every test and linter")
     sub.add_parser("test-times", help="the last test run's time per file into docs/testing.md")
-    sub.add_parser("lint", help="sqlfluff and ruff")
+    sub.add_parser("lint", help="sqlfluff, ruff and the conventions gate")
     dbt = sub.add_parser("dbt", help="run a dbt command in-process")
     dbt.add_argument("--target", default="local", choices=["local", "ci", "s3", "cluster"])
     args, rest = parser.parse_known_args(argv)
