@@ -105,6 +105,86 @@ def test_build_on_a_fresh_data_folder(plain_dbt: PlainDbt):
     assert any((plain_dbt.data / "warehouse").rglob("*.parquet"))
 
 
+def main_rows(warehouse: Path, table: str) -> list[tuple]:
+    """The rows of `table` (schema.name) as readers of main see them, read from its newest
+    metadata file with pyiceberg (no metastore: another process's Derby holds it), columns
+    whose names start with `_` (load times) left out, sorted."""
+    from pyiceberg.table import StaticTable
+
+    schema, name = table.split(".")
+    metadata = sorted((warehouse / f"{schema}.db" / name / "metadata").glob("*.metadata.json"))
+    frame = StaticTable.from_metadata(str(metadata[-1])).scan().to_pandas()
+    frame = frame[[c for c in frame.columns if not c.startswith("_")]]
+    return sorted(frame.astype(str).itertuples(index=False, name=None))
+
+
+COMPARED = ("dwd.dwd_client__events", "dwd.dim_users__state", "dws.dws_user__daily",
+            "dws.dws_video__daily")  # fmt: skip
+
+
+def test_dagster_runs_the_scheduled_build_and_publishes_what_plain_dbt_builds(
+    plain_dbt: PlainDbt, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+):
+    """The Dagster code location's job (orchestration/definitions.py) on the same landed
+    batch as the plain build above: one `dbt build --selector every_batch` in a dbt process of
+    its own, write-audit-publish on. It publishes, reports every model and snapshot as a
+    materialization carrying the outcome, and main holds what plain dbt built. Then a batch
+    with an event of an unknown user: the run is red, the job fails naming the branch to
+    inspect, and main is unchanged."""
+    from dagster import DagsterInstance, materialize
+
+    from orchestration.definitions import defs, lakehouse_dbt
+
+    data = tmp_path_factory.mktemp("dagster")
+    land(data, batches=1)
+    for name in [k for k in os.environ if k.startswith(("LAKEHOUSE_", "DBT_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(data))
+    monkeypatch.setenv("LAKEHOUSE_DRIVER_MEMORY", "1g")  # beside pytest's own JVM
+    monkeypatch.setenv("PYTHONPATH", str(PROJECT_DIR))
+    (data / "dagster_home").mkdir()
+    instance = DagsterInstance.local_temp(str(data / "dagster_home"))  # SQLite storage
+    resources = {"dbt": defs.resources["dbt"]}
+
+    green = materialize([lakehouse_dbt], resources=resources, instance=instance)
+    assert green.success
+    tags = instance.get_run_by_id(green.run_id).tags
+    assert tags["lakehouse/write-audit-publish"] == "published" and tags["lakehouse/load_id"] == "1"
+    materialized = {
+        e.asset_key.to_user_string(): e.step_materialization_data.materialization.metadata
+        for e in green.get_asset_materialization_events()
+    }
+    assert {"dwd/dim_users_history", "dws/dws_user__daily", "ods/ods_client__events"} <= set(
+        materialized
+    )
+    assert materialized["dws/dws_user__daily"]["write-audit-publish"].value == "published in run 1"
+    for table in COMPARED:
+        dagster_rows = main_rows(data / "warehouse", table)
+        assert dagster_rows and dagster_rows == main_rows(plain_dbt.data / "warehouse", table), (
+            table
+        )
+
+    before = {table: main_rows(data / "warehouse", table) for table in COMPARED}
+    generate_landing(
+        ["--out", str(data), "--users", "200", "--videos", "50", "--events-per-batch", "300",
+         "--batches", "2"]
+    )  # fmt: skip
+    landed = data / "landing" / "client_events" / "batch=000002"
+    event = json.loads(next(landed.glob("part-*.jsonl")).read_text().splitlines()[0])
+    event.update(event_id="ev-unknown-user", user_id="999999", _kafka_partition=9,
+                 _kafka_offset=900_000_001)  # fmt: skip
+    (landed / "part-late.jsonl").write_text(json.dumps(event) + "\n")
+    red = materialize([lakehouse_dbt], resources=resources, instance=instance, raise_on_error=False)
+    assert not red.success
+    tags = instance.get_run_by_id(red.run_id).tags
+    assert tags["lakehouse/write-audit-publish"] == "red" and tags["lakehouse/branch"] == "wap_2"
+    failure = red.get_step_failure_events()[0].step_failure_data.user_failure_data
+    assert "version as of 'wap_2'" in failure.description
+    assert "assert_event_users_and_videos_known" in failure.description
+    assert not red.get_asset_materialization_events()
+    assert {table: main_rows(data / "warehouse", table) for table in COMPARED} == before
+
+
 def test_docs_generate_lists_every_iceberg_table_with_columns_and_stats(plain_dbt: PlainDbt):
     ok(plain_dbt("docs", "generate"))
     catalog = plain_dbt.artifact("catalog.json")["nodes"]
