@@ -344,3 +344,39 @@ def test_a_file_read_in_many_splits_keeps_every_line_and_its_number(spark, dbt, 
         where _batch_id = '000004'""").collect()
     assert len(rows) == len(expected) == len(lines)
     assert {r._source_line: r._raw_line for r in rows} == expected
+
+
+def test_a_run_sends_openlineage_events_named_by_table_location(
+    spark, dbt, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The on-run-end hook emit_lineage: per model that ran, START and COMPLETE with the
+    tables it read and the table it wrote, named by their locations with a symlink to the
+    catalog name. A dimension state reads ODS only through its ephemeral typed model: that
+    ODS table is its input. The transport is the client's configuration (here a file named
+    by OPENLINEAGE_CONFIG)."""
+    events = tmp_path / "events.jsonl"
+    config = tmp_path / "openlineage.yml"
+    config.write_text(f"transport:\n  type: file\n  log_file_path: {events}\n  append: true\n")
+    monkeypatch.setenv("OPENLINEAGE_CONFIG", str(config))
+    selected = ["dwd_client__events", "dim_users__state"]
+    dbt(["run", "--select", *selected, "--vars", json.dumps({"schema_prefix": PREFIX})],
+        landing=data_dir / "bad_input_landing")  # fmt: skip
+    sent = [json.loads(line) for line in events.read_text().splitlines()]
+
+    def completed(model: str) -> dict:
+        runs = [e for e in sent if e["job"]["name"] == f"model.lakehouse.{model}"]
+        assert [e["eventType"] for e in runs] == ["START", "COMPLETE"], model
+        return runs[-1]
+
+    def located(dataset: dict) -> str:  # <schema>.db/<table>, the end of its location
+        return "/".join(dataset["name"].rsplit("/", 2)[-2:])
+
+    warehouse = spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:").rstrip("/")
+    (output,) = completed("dwd_client__events")["outputs"]
+    assert output["namespace"] == "file"
+    assert output["name"] == f"{warehouse}/{PREFIX}dwd.db/dwd_client__events"
+    links = output["facets"]["symlinks"]["identifiers"]
+    assert [link["name"] for link in links] == [f"{PREFIX}dwd.dwd_client__events"]
+    state = completed("dim_users__state")
+    assert [located(d) for d in state["inputs"]] == [f"{PREFIX}ods.db/ods_appdb__user_changes"]
+    assert [located(d) for d in state["outputs"]] == [f"{PREFIX}dwd.db/dim_users__state"]
