@@ -21,7 +21,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from scripts.bench.common import BenchContext, BenchResult, Check, bar_panels, median, write_result
+from scripts.bench.common import (
+    BenchContext,
+    BenchResult,
+    Check,
+    bar_panels,
+    goal,
+    median,
+    write_result,
+)
 from scripts.bench.dbt_workload import SEED
 from scripts.bench.warehouse_side import WarehouseSide, load_average
 from scripts.generate_landing import LandingGenerator, Scale
@@ -153,8 +161,8 @@ def _result(
         Check(f"cores / splits of the {large} file", cores / splits, 1.0),
     ]
     goals = [
-        _goal(name, f"<= {PROPORTIONAL_GOAL}", proportional, proportional <= PROPORTIONAL_GOAL),
-        _goal(f"splits of the {large} file (tasks of its read)", f">= {cores} (cores)",
+        goal(name, f"<= {PROPORTIONAL_GOAL}", proportional, proportional <= PROPORTIONAL_GOAL),
+        goal(f"splits of the {large} file (tasks of its read)", f">= {cores} (cores)",
               splits, splits >= cores),
     ]  # fmt: skip
     notes = [
@@ -183,11 +191,6 @@ def _result(
     )
     write_result(result, ctx, plot)
     return result
-
-
-def _goal(name: str, target: str, measured: Any, met: bool) -> dict[str, Any]:
-    value = round(measured, 2) if isinstance(measured, float) else measured
-    return {"name": name, "target": target, "measured": value, "met": met}
 
 
 def plot(result: BenchResult, path: Path) -> None:

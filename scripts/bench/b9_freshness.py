@@ -34,6 +34,7 @@ from scripts.bench.common import (
     Check,
     alternating,
     bar_panels,
+    goal,
     median,
     write_result,
 )
@@ -226,11 +227,11 @@ def _result(
             history = _seconds(samples, f"dbt {case.events} x{large_m}") / dbt_s
             name = f"x{large_m}/x1, {case.events:,} events, tests included"
             checks.append(Check(name, history, HISTORY_GOAL, why=_why_history()))
-            goals.append(_goal(name, f"<= {HISTORY_GOAL}", history, history <= HISTORY_GOAL))
-        goal = JOB_GOALS.get(case.events, 3.0)
+            goals.append(goal(name, f"<= {HISTORY_GOAL}", history, history <= HISTORY_GOAL))
+        job_goal = JOB_GOALS.get(case.events, 3.0)
         name = f"dbt build / hand-written job, {case.events:,} events"
-        checks.append(Check(name, dbt_s / job_s, goal, why=_why_job()))
-        goals.append(_goal(name, f"<= {goal}", dbt_s / job_s, dbt_s / job_s <= goal))
+        checks.append(Check(name, dbt_s / job_s, job_goal, why=_why_job()))
+        goals.append(goal(name, f"<= {job_goal}", dbt_s / job_s, dbt_s / job_s <= job_goal))
     freshest = max(cases, key=lambda c: (max(c.multipliers), c.events))
     label = f"dbt {min(freshest.events, 50_000)} x{max(freshest.multipliers)}"
     if label in samples:
@@ -239,9 +240,9 @@ def _result(
         checks.append(
             Check(f"{name} / {FRESHNESS_SECONDS} s", measured / FRESHNESS_SECONDS, 1.0, _why_job())
         )
-        goals.append(_goal(name, f"<= {FRESHNESS_SECONDS}", measured, measured <= 60))
+        goals.append(goal(name, f"<= {FRESHNESS_SECONDS}", measured, measured <= 60))
     goals.append(
-        _goal(
+        goal(
             "peak memory, dbt / job",
             "<= 1.5",
             "not measured: both sides run in bench's one process",
@@ -277,11 +278,6 @@ def _result(
     )
     write_result(result, ctx, plot)
     return result
-
-
-def _goal(name: str, target: str, measured: Any, met: bool) -> dict[str, Any]:
-    value = round(measured, 2) if isinstance(measured, float) else measured
-    return {"name": name, "target": target, "measured": value, "met": met}
 
 
 def _why_history() -> str:

@@ -64,6 +64,12 @@ class Check:
         return math.isfinite(self.ratio) and self.ratio <= self.goal
 
 
+def goal(name: str, target: str, measured: Any, met: bool) -> dict[str, Any]:
+    """One entry of a result's `goals` list: {name, target, measured, met}."""
+    value = round(measured, 2) if isinstance(measured, float) else measured
+    return {"name": name, "target": target, "measured": value, "met": met}
+
+
 @dataclass
 class BenchResult:
     name: str  # b1 .. b5
