@@ -67,8 +67,14 @@ class Build:
 
 def on_cluster(cluster: ClusterSettings, env: dict[str, str], *args: str) -> Build:
     """`lakehouse dbt --target cluster ...` as a user runs it, in its own process (a Thrift
-    client: no JVM there). Its dbt target/ and logs/ go under the cluster's folder."""
+    client: no JVM there). Its dbt target/ and logs/ go under the cluster's folder, and its
+    OpenLineage events to the file `lineage_events(cluster)`."""
+    lineage_config = cluster.root / "openlineage.yml"
+    lineage_config.write_text(
+        f"transport:\n  type: file\n  log_file_path: {lineage_events(cluster)}\n  append: true\n"
+    )
     environment = {
+        "OPENLINEAGE_CONFIG": str(lineage_config),
         **process_env(env),
         **cluster.to_env(),
         "DBT_TARGET_PATH": str(cluster.root / "target"),  # leave the checkout's target/ alone
@@ -80,6 +86,10 @@ def on_cluster(cluster: ClusterSettings, env: dict[str, str], *args: str) -> Bui
         command, cwd=PROJECT_DIR, env=environment, capture_output=True, text=True, timeout=900
     )
     return Build(done.returncode, time.monotonic() - started, done.stdout + done.stderr)
+
+
+def lineage_events(cluster: ClusterSettings) -> Path:
+    return cluster.root / "lineage-events.jsonl"
 
 
 def compared_columns(frame) -> list[str]:
@@ -248,6 +258,29 @@ def test_every_table_is_in_the_rest_catalog_and_the_bucket(store, local, cluster
         assert table.metadata_location.startswith(f"s3://{settings.warehouse_bucket}/"), name
     users = catalog.load_table(f"{PREFIX}dwd.dim_users__state")
     assert users.scan().to_arrow().num_rows == local("dwd.dim_users__state").count()
+
+
+def test_the_build_sent_lineage_named_by_the_buckets_locations(store, cluster, cluster_build):
+    """The on-run-end hook's OpenLineage events on the cluster target: a REST catalog's
+    listing shows no table location, so each is described; the dataset names are the tables'
+    locations in the warehouse bucket, as the REST catalog has them (s3a:// named s3://), and
+    a dimension state's input is the ODS table it reads through its ephemeral typed model."""
+    sent = [json.loads(line) for line in lineage_events(cluster).read_text().splitlines()]
+    catalog = rest_catalog(store)
+
+    def dataset(name: str) -> dict:
+        location = catalog.load_table(f"{PREFIX}{name}").location()
+        bucket, _, key = location.removeprefix("s3a://").removeprefix("s3://").partition("/")
+        return {"namespace": f"s3://{bucket}", "name": key}
+
+    runs = [e for e in sent if e["job"]["name"] == "model.lakehouse.dim_users__state"]
+    assert [e["eventType"] for e in runs] == ["START", "COMPLETE"]
+    named = [{k: d[k] for k in ("namespace", "name")} for d in runs[-1]["inputs"]]
+    assert named == [dataset("ods.ods_appdb__user_changes")]
+    (output,) = runs[-1]["outputs"]
+    assert {k: output[k] for k in ("namespace", "name")} == dataset("dwd.dim_users__state")
+    links = output["facets"]["symlinks"]["identifiers"]
+    assert [link["name"] for link in links] == [f"{PREFIX}dwd.dim_users__state"]
 
 
 def test_maintenance_through_the_cluster(cluster, cluster_build, cluster_env):

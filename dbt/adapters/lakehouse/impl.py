@@ -99,8 +99,9 @@ class LakehouseAdapter(SparkAdapter):
     @available
     def emit_lineage(self, results: list[Any], nodes: dict[str, Any], catalog: str) -> str:
         """OpenLineage events for this invocation's models and snapshots (lineage.py): their
-        tables' locations read with one `show table extended` per schema. Returns '' or why
-        nothing was sent: lineage never fails a run."""
+        tables' locations read with one `show table extended` per schema (and `describe
+        table extended` of a table the listing shows no location for: every table of a REST
+        catalog). Returns '' or why nothing was sent: lineage never fails a run."""
         from dbt.adapters.lakehouse import lineage
         from scripts.spark_config import DataPaths
 
@@ -108,12 +109,14 @@ class LakehouseAdapter(SparkAdapter):
             emitted = [n for n in nodes.values() if n.get("resource_type") in lineage.EMITTED]
             schemas = {n["schema"] for n in nodes.values() if n.get("schema")}
             locations = self._table_locations(sorted(schemas))
-            found = lineage.events(
-                results,
-                nodes,
-                lambda schema, table: locations.get((schema.lower(), table.lower())),
-                catalog,
-            )
+
+            def locate(schema: str, table: str) -> str | None:
+                key = (schema.lower(), table.lower())
+                if locations.get(key, "") == "":  # listed without a location, or not listed
+                    locations[key] = self._described_location(schema, table)
+                return locations[key]
+
+            found = lineage.events(results, nodes, locate, catalog)
             if not found or not emitted:
                 return ""
             default = (
@@ -128,7 +131,8 @@ class LakehouseAdapter(SparkAdapter):
         return ""
 
     def _table_locations(self, schemas: list[str]) -> dict[tuple[str, str], str]:
-        """{(schema, table): location} of every table in `schemas`, one listing each."""
+        """{(schema, table): location} of every table in `schemas`, one listing each; ''
+        for a table listed without one (a REST catalog's listing has no Location line)."""
         found: dict[tuple[str, str], str] = {}
         for schema in schemas:
             try:
@@ -137,9 +141,21 @@ class LakehouseAdapter(SparkAdapter):
                 continue
             for row in rows:
                 location = re.search(r"^Location: (.+)$", str(row[3]), re.MULTILINE)
-                if location:
-                    found[(schema.lower(), str(row[1]).lower())] = location[1].strip()
+                found[(schema.lower(), str(row[1]).lower())] = (
+                    location[1].strip() if location else ""
+                )
         return found
+
+    def _described_location(self, schema: str, table: str) -> str | None:
+        """The `Location` row of `describe table extended`, or None (no such table)."""
+        try:
+            _, rows = self.execute(f"describe table extended {schema}.{table}", fetch=True)
+        except Exception:  # not there (yet): left out of the event
+            return None
+        for row in rows:
+            if str(row[0]).strip() == "Location" and row[1]:
+                return str(row[1]).strip()
+        return None
 
     @available
     def per_invocation(self, key: str, value: Any = None) -> Any:
