@@ -11,6 +11,8 @@
   b8  a scheduled dbt build with write-audit-publish vs writing main directly
   b9  freshness: one scheduled dbt build (tests, publish) after x1 and x100 histories vs
       a hand-written PySpark job, per phase with its statements
+  b10 change feed: one export of a 0.01% change of a dimension of N vs 10 x N rows, from
+      its changelog vs comparing two snapshots (time, files read)
   b11 a scheduled dbt build on local disk vs on S3 + a REST catalog (SeaweedFS started
       here; the s3 side in a process of its own), with S3 requests by type and their price
   b12 large files: one landed file loaded into ODS, small vs four times larger (time per
@@ -42,7 +44,7 @@ from scripts.bench.common import SIZES, BenchContext, BenchResult, fmt
 from scripts.cli import parser_from_doc
 from scripts.spark_config import PROJECT_DIR
 
-NAMES = ("b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "b11", "b12")
+NAMES = ("b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "b10", "b11", "b12")
 
 
 def runner(name: str) -> Callable[[BenchContext], BenchResult]:
@@ -57,6 +59,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         b7_backfill,
         b8_write_audit_publish,
         b9_freshness,
+        b10_change_feed,
         b11_object_store,
         b12_large_file,
     )
@@ -71,6 +74,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         "b7": b7_backfill.run,
         "b8": b8_write_audit_publish.run,
         "b9": b9_freshness.run,
+        "b10": b10_change_feed.run,
         "b11": b11_object_store.run,
         "b12": b12_large_file.run,
     }[name]
@@ -102,7 +106,7 @@ def session(data_dir: Path, target: str) -> SparkSession:
 
 def main(argv: list[str] | None = None) -> int:
     parser = parser_from_doc("bench", __doc__)
-    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b9|b11|b12")
+    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b12")
     parser.add_argument("--size", choices=SIZES, default="full")
     parser.add_argument("--smoke", action="store_true", help="same as --size smoke --repeats 1")
     parser.add_argument("--repeats", type=int, help="repeats per measurement (default 3)")

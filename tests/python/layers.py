@@ -210,6 +210,8 @@ def check_layers(
         frame["duration_ms"] = frame["duration_ms"].astype("int64")
         frame["author_user_id"] = frame["author_user_id"].astype("int64")
     assert_frames_equal(videos, expected_videos, ["video_id"])
+    for dimension, key in (("dim_users", "user_id"), ("dim_videos", "video_id")):
+        assert_changelog_replays(spark, f"{prefix}dwd.{dimension}", key)
 
     events = valid_unique_events(landed_events(data_dir, landing))
     video_daily = expected_video_daily(events)
@@ -225,6 +227,25 @@ def check_layers(
         ["user_id", "event_date"],
     )
     return {"batch": batch, "users": len(users), "events": len(events)}
+
+
+def assert_changelog_replays(spark, dimension: str, key: str) -> None:
+    """A consumer replaying the dimension's changelog (`<dimension>__changes`) from its first
+    commit, change by change, holds exactly the dimension's rows; every before image is the
+    row it held."""
+    columns = spark.table(dimension).columns
+    changes = spark.table(f"{dimension}__changes").collect()
+    order = {"delete": 0, "update_before": 1, "update_after": 2, "insert": 2}
+    held: dict = {}
+    for change in sorted(changes, key=lambda c: (c._change_seq, c[key], order[c._change_type])):
+        image = tuple(change[c] for c in columns)
+        if change._change_type in ("delete", "update_before"):
+            assert held.pop(change[key]) == image, change
+        else:
+            assert change[key] not in held, change
+            held[change[key]] = image
+    rows = {row[key]: tuple(row) for row in spark.table(dimension).collect()}
+    assert held == rows, f"the replay of {dimension}__changes is not {dimension}"
 
 
 def assert_landed_lines_in_ods_once(spark, landing: str | Path, prefix: str = "") -> dict[str, int]:

@@ -3,19 +3,20 @@ each new change with it, so it never re-reads the change history (issue #13 poin
 
 A warehouse of its own (var schema_prefix) holds the users' changelog of two generated
 batches; then each test lands one hand-written batch of `users` changes and runs the state
-model. The tests run in file order: each builds on the state the previous one left.
+model and its changelog model (dim_users__changes, issue #31). The tests run in file order:
+each builds on the state the previous one left; the last ones replay the changelog.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from iceberg_scans import data_files, files_per_scan
 
-from scripts.export_changes import current_snapshot, export
+from scripts.export_changes import changelog_rows, current_snapshot, export, export_changelog
 from scripts.generate_landing import LandingGenerator, Scale
 
 PREFIX = "dimstate_"
@@ -24,7 +25,8 @@ SCALE = Scale(users=120, videos=30, events_per_batch=200, batches=2, min_changes
 STATE = f"{PREFIX}dwd.dim_users__state"
 VIEW = f"{PREFIX}dwd.dim_users"
 ODS = f"spark_catalog.{PREFIX}ods.ods_appdb__user_changes"
-SELECT = ["+dim_users"]
+CHANGES = f"{PREFIX}dwd.dim_users__changes"
+SELECT = ["+dim_users", "dim_users__changes"]
 
 
 class StateWarehouse:
@@ -201,3 +203,143 @@ def test_the_change_feed_of_the_state_is_the_change_applied(warehouse, tmp_path)
         ("update_before", target.user_id, target.user_name),
         ("update_after", target.user_id, "fed downstream"),
     ]
+
+
+# -- the changelog (issue #31) ------------------------------------------------------------------
+
+
+def dimension(spark) -> dict:
+    """dim_users as a consumer sees rows: {user_id: row as JSON values}."""
+    rows = spark.table(VIEW).collect()
+    return {r.user_id: json.loads(json.dumps(r.asDict(), default=str)) for r in rows}
+
+
+class Consumer:
+    """A downstream replica fed by `export-changes --changelog`, resuming from the changelog
+    snapshot it exported last; every before image must be what it holds."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.rows, self.snapshot, self.exports = root, {}, None, 0
+
+    def catch_up(self, spark) -> list[tuple[str, int]]:
+        self.exports += 1
+        out = self.root / f"export-{self.exports}.jsonl"
+        self.snapshot, _ = export_changelog(spark, CHANGES, out, self.snapshot)
+        applied = []
+        for line in out.read_text().splitlines():
+            change = json.loads(line)
+            kind, key = change["_change_type"], change["user_id"]
+            image = {k: v for k, v in change.items() if k in IMAGE}
+            if kind in ("delete", "update_before"):
+                held = self.rows.pop(key) if kind == "delete" else self.rows[key]
+                assert held == image, (kind, key)
+            else:
+                assert (key in self.rows) == (kind == "update_after"), (kind, key)
+                self.rows[key] = image
+            applied.append((kind, key))
+        return applied
+
+
+IMAGE = {
+    "user_id", "user_name", "region", "is_creator", "user_level", "registered_at",
+    "_change_op", "_source_lsn", "_source_committed_at", "_load_id", "_loaded_at",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def consumer(warehouse, tmp_path_factory) -> Consumer:
+    return Consumer(tmp_path_factory.mktemp("changelog-consumer"))
+
+
+def test_the_changelog_replayed_from_the_start_is_the_dimension(warehouse, consumer):
+    """Every test above changed the state (deletes, a stale change, a zombie, a re-insert,
+    tombstone expiry): the changelog's replay is the dimension, key for key, column for
+    column."""
+    assert set(dimension(warehouse.spark)) & IMAGE == set()  # keys, not columns
+    assert set(next(iter(dimension(warehouse.spark).values()))) == IMAGE
+    consumer.catch_up(warehouse.spark)
+    assert consumer.rows == dimension(warehouse.spark)
+    assert len(consumer.rows) > 50
+
+
+def test_one_update_is_one_before_and_one_after_read_from_the_new_files_only(warehouse, consumer):
+    spark = warehouse.spark
+    (target,) = warehouse.live_users(1)
+    top = spark.sql(f"select max(_source_lsn) from {STATE}").first()[0]
+    start = current_snapshot(spark, CHANGES)
+    files = f"select file_path from {CHANGES}.files"
+    files_before = {r[0] for r in spark.sql(files).collect()}
+    warehouse.land_changes(change(target, "+U", top + 1, user_name="changelogged"))
+    warehouse.run()
+    end = current_snapshot(spark, CHANGES)
+    # the export reads only the file this run appended, not the changelog's history
+    # (the run's maintenance may compact the changelog after: its files are not `added`)
+    read = [r[0] for r in changelog_rows(spark, CHANGES, start, end).select("_file").collect()]
+    assert len(read) == 2 and set(read).isdisjoint(files_before) and files_before, read
+    assert consumer.catch_up(spark) == [
+        ("update_before", target.user_id),
+        ("update_after", target.user_id),
+    ]
+    assert consumer.rows[target.user_id]["user_name"] == "changelogged"
+    assert consumer.rows == dimension(spark)
+
+
+def test_a_compaction_and_a_run_without_changes_record_nothing(warehouse, consumer):
+    spark = warehouse.spark
+    for table in (STATE, CHANGES):
+        spark.sql(
+            f"call spark_catalog.system.rewrite_data_files(table => '{table}', "
+            "options => map('rewrite-all', 'true', 'remove-dangling-deletes', 'true'))"
+        )
+    warehouse.run()
+    assert consumer.catch_up(spark) == []
+    assert consumer.rows == dimension(spark)
+
+
+def test_an_expired_state_snapshot_is_compared_with_the_replay(warehouse, consumer):
+    """The state snapshot the changelog recorded last is gone (compacted past, then expired):
+    the next run compares the whole state with the changelog's own replay, and still records
+    exactly the one change landed."""
+    spark = warehouse.spark
+    spark.sql(
+        f"call spark_catalog.system.rewrite_data_files(table => '{STATE}', "
+        "options => map('rewrite-all', 'true'))"
+    )
+    later = (datetime.now(UTC) + timedelta(minutes=1)).strftime("%Y-%m-%d %H:%M:%S")
+    spark.sql(
+        f"call spark_catalog.system.expire_snapshots(table => '{STATE}', "
+        f"older_than => timestamp'{later}', retain_last => 1)"
+    )
+    (target,) = warehouse.live_users(1)
+    top = spark.sql(f"select max(_source_lsn) from {STATE}").first()[0]
+    warehouse.land_changes(change(target, "-D", top + 1))
+    run = warehouse.run()
+    assert f"{CHANGES.split('.')[-1]}: changes of" in run.log and "(rebuilt)" in run.log
+    assert consumer.catch_up(spark) == [("delete", target.user_id)]
+    assert consumer.rows == dimension(spark)
+
+
+def test_a_full_refresh_of_the_state_records_what_it_changed(warehouse, users, consumer):
+    """The 2020 delete's tombstone was expired above, so a change older than that delete
+    brings its user back (a documented limit of the retention); a full refresh rebuilds the
+    state from the whole changelog, where the delete wins again. The changelog, never rebuilt
+    itself, records exactly that delete."""
+    spark = warehouse.spark
+    old = users["old_delete"]
+    assert warehouse.row(old.user_id) is None  # its tombstone expired
+    warehouse.land_changes(change(old, "+U", old._source_lsn + 1, user_name="zombie after expiry"))
+    warehouse.run()
+    assert consumer.catch_up(spark) == [("insert", old.user_id)]
+    seq = spark.sql(f"select max(_change_seq) from {CHANGES}").first()[0]
+
+    warehouse.dbt("run", "--full-refresh", "--select", "dim_users__state", "dim_users__changes")
+    assert not warehouse.live(old.user_id)
+    assert consumer.catch_up(spark) == [("delete", old.user_id)]
+    assert consumer.rows == dimension(spark)
+    assert spark.sql(f"select min(_change_seq), max(_change_seq) from {CHANGES}").first() == (
+        1,
+        seq + 1,
+    )
+    fresh = Consumer(consumer.root / "fresh")
+    fresh.catch_up(spark)
+    assert fresh.rows == dimension(spark)

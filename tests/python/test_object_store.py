@@ -143,7 +143,7 @@ from types import SimpleNamespace
 sys.path.insert(0, "tests/python")
 from layers import (assert_events_reconcile_per_file, assert_landed_lines_in_ods_once,
                     assert_user_history, check_layers, truth)
-from scripts.export_changes import export
+from scripts.export_changes import export, export_changelog
 from scripts.generate_landing import LandingGenerator, Scale
 from scripts.iceberg_java import IcebergTable
 from scripts.landing import MARKER, LandingZone, filesystem, join
@@ -297,31 +297,55 @@ def redeliver_into_an_old_folder():
 
 REDELIVERED = (0, 5, 9)
 CONSUMER = {"rows": {}, "snapshot": None, "exported": []}
+CHANGELOG = {"rows": {}, "snapshot": None, "exported": []}
 
 
-def consume_the_change_feed(batch=None):
-    # a downstream consumer of the merge-on-read dimension: export-changes from the snapshot
-    # it last exported, replayed by key; its live rows must be the generator's ground truth
-    out = data.root / "change-feed" / f"{len(CONSUMER['exported'])}.jsonl"
-    end, counts = export(spark, "dwd.dim_users__state", ["user_id"], out,
-                         start=CONSUMER["snapshot"])
+def replay(consumer, out, end):
+    # apply one export by key: a before image must be what the consumer holds
+    counts = dict.fromkeys(CHANGE_TYPES, 0)
     for line in out.read_text().splitlines():
         change = json.loads(line)
         kind = change.pop("_change_type")
+        counts[kind] += 1
+        for column in [c for c in change if c.startswith("_change_")] + ["_state_snapshot_id",
+                                                                         "_recorded_at"]:
+            change.pop(column, None)
         if kind in ("delete", "update_before"):
-            assert CONSUMER["rows"].pop(change["user_id"]) == change, change
+            held = consumer["rows"].pop(change["user_id"])
+            assert held == change, (held, change)
+            if kind == "update_before":
+                consumer["rows"][change["user_id"]] = held
         else:
-            assert change["user_id"] not in CONSUMER["rows"], change
-            CONSUMER["rows"][change["user_id"]] = change
-    CONSUMER["exported"].append({"to": end, "moved": end != CONSUMER["snapshot"], **counts})
-    CONSUMER["snapshot"] = end
+            assert (change["user_id"] in consumer["rows"]) == (kind == "update_after"), change
+            consumer["rows"][change["user_id"]] = change
+    consumer["exported"].append({"to": end, "moved": end != consumer["snapshot"], **counts})
+    consumer["snapshot"] = end
+
+
+def assert_replay_is_the_truth(rows, batch, feed):
+    live = {key: (row["user_name"], row["region"], row["is_creator"], row["user_level"])
+            for key, row in rows.items() if not row.get("_is_deleted")}
+    expected = {int(row.user_id): (row.user_name, row.region, bool(row.is_creator),
+                                   int(row.level))
+                for row in truth(data.root, "users", batch).itertuples()}
+    assert live == expected, f"the replay of {feed} differs after batch {batch}"
+
+
+def consume_the_change_feed(batch=None):
+    # two downstream consumers of the users dimension, each resuming from the snapshot it
+    # last exported and replaying by key; their live rows must be the generator's truth:
+    # export-changes comparing two snapshots of the merge-on-read state, and export-changes
+    # reading the dimension's changelog (only what the published builds appended)
+    out = data.root / "change-feed" / f"{len(CONSUMER['exported'])}.jsonl"
+    end, _ = export(spark, "dwd.dim_users__state", ["user_id"], out, start=CONSUMER["snapshot"])
+    replay(CONSUMER, out, end)
+    out = data.root / "changelog" / f"{len(CHANGELOG['exported'])}.jsonl"
+    end, _ = export_changelog(spark, "dwd.dim_users__changes", out,
+                              start=CHANGELOG["snapshot"])
+    replay(CHANGELOG, out, end)
     if batch is not None:
-        live = {key: (row["user_name"], row["region"], row["is_creator"], row["user_level"])
-                for key, row in CONSUMER["rows"].items() if not row["_is_deleted"]}
-        expected = {int(row.user_id): (row.user_name, row.region, bool(row.is_creator),
-                                       int(row.level))
-                    for row in truth(data.root, "users", batch).itertuples()}
-        assert live == expected, f"the change feed's replay differs after batch {batch}"
+        assert_replay_is_the_truth(CONSUMER["rows"], batch, "the state's snapshots")
+        assert_replay_is_the_truth(CHANGELOG["rows"], batch, "the changelog")
 
 
 for batch in range(1, BATCHES + 1):
@@ -472,6 +496,7 @@ print("NIGHTLY", json.dumps({
     "compaction_killed": compaction_killed,
     # the change feed over the compaction (and the red run, which changed no main)
     "change_feed": consume_the_change_feed() or CONSUMER["exported"],
+    "changelog": CHANGELOG["exported"],
 }), flush=True)
 
 # Merges and maintenance racing on merge-on-read tables of the REST catalog, where a commit is
@@ -632,20 +657,24 @@ def test_a_red_run_and_the_nightly_maintenance_keep_every_published_row(layers_o
 
 
 def test_the_change_feed_replays_into_the_truth_and_a_compaction_exports_nothing(layers_on_s3):
-    """A consumer of `export-changes` on the merge-on-read dimension, resuming after each build
-    from the snapshot it last exported: its replay equalled the generator's ground truth after
-    every batch (asserted in the script); the export over the nightly compaction (and the red
-    run, which moved no main) read a new snapshot and exported no change."""
-    exported = layers_on_s3["nightly"]["change_feed"]
-    print(exported)
-    per_build, after_nightly = exported[:BATCHES], exported[BATCHES]
-    assert all(e["moved"] for e in per_build)
-    assert per_build[0]["insert"] > 0 and per_build[0]["delete"] == 0
-    changed = sum(e["update_after"] + e["delete"] + e["insert"] for e in per_build[1:])
-    assert changed > 0 and sum(e["update_before"] for e in per_build[1:]) > 0, per_build
-    assert "dwd.dim_users__state" in layers_on_s3["nightly"]["compacted"]
-    assert after_nightly["moved"], "the nightly compaction made no new snapshot to export over"
-    assert [after_nightly[kind] for kind in CHANGE_TYPES] == [0, 0, 0, 0], after_nightly
+    """Two consumers of the users dimension, resuming after each build from the snapshot they
+    last exported: `export-changes` comparing the merge-on-read state's snapshots, and
+    `export-changes --changelog` reading what the builds appended to `dim_users__changes`
+    (written on each run's branch, published with the state). Each replay equalled the
+    generator's ground truth after every batch (asserted in the script); the export over the
+    nightly compaction (and the red run, which moved no main) exported no change."""
+    nightly = layers_on_s3["nightly"]
+    for feed in ("change_feed", "changelog"):
+        exported = nightly[feed]
+        print(feed, exported)
+        per_build, after_nightly = exported[:BATCHES], exported[BATCHES]
+        assert all(e["moved"] for e in per_build), feed
+        assert per_build[0]["insert"] > 0 and per_build[0]["delete"] == 0, feed
+        changed = sum(e["update_after"] + e["delete"] + e["insert"] for e in per_build[1:])
+        assert changed > 0 and sum(e["update_before"] for e in per_build[1:]) > 0, per_build
+        assert [after_nightly[kind] for kind in CHANGE_TYPES] == [0, 0, 0, 0], after_nightly
+    assert "dwd.dim_users__state" in nightly["compacted"]
+    assert nightly["change_feed"][BATCHES]["moved"], "the compaction made no snapshot to export"
 
 
 def test_dbt_docs_lists_every_iceberg_table_with_its_columns_and_rows(layers_on_s3):

@@ -1,4 +1,9 @@
-{{ config(unique_key='user_id', write_order=['user_id'], meta={'tombstones': true}) }}
+{{ config(
+    unique_key='user_id',
+    write_order=['user_id'],
+    meta={'tombstones': true},
+    post_hook="{{ record_rebuild() }}",
+) }}
 
 {#- Per user, the last applied change of the `users` changelog, deletes as tombstones.
     dim_users shows the live rows. -#}

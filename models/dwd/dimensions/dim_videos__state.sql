@@ -1,4 +1,9 @@
-{{ config(unique_key='video_id', write_order=['video_id'], meta={'tombstones': true}) }}
+{{ config(
+    unique_key='video_id',
+    write_order=['video_id'],
+    meta={'tombstones': true},
+    post_hook="{{ record_rebuild() }}",
+) }}
 
 {#- Per video, the last applied change of the `videos` changelog, deletes as tombstones.
     dim_videos shows the live rows. -#}

@@ -118,6 +118,63 @@ public final class TableState {
     return "";
   }
 
+  /**
+   * How a table's head (of {@code branch} when the table has it, else of main) relates to a
+   * snapshot an incremental reader read last (a dimension's changelog, macros/dimensions/):
+   * {@code <head id>\t<relation>}, the head id {@code none} for a table without a snapshot;
+   * the relation one of {@code same}; {@code ancestor} (the head descends from it through
+   * commits none of which carries {@code rebuiltKey}); {@code rebuilt} (it descends through a
+   * snapshot stamped with {@code rebuiltKey}, or not at all: a {@code create or replace}); or
+   * {@code missing} (an empty {@code snapshotId}, or a snapshot no longer in the table's
+   * history).
+   */
+  public static String since(String table, String snapshotId, String branch, String rebuiltKey)
+      throws Exception {
+    Table iceberg = Spark3Util.loadIcebergTable(DriverSession.get("TableState.since"), table);
+    SnapshotRef ref = iceberg.refs().get(branch);
+    if (ref == null || !ref.isBranch()) {
+      ref = iceberg.refs().get(SnapshotRef.MAIN_BRANCH);
+    }
+    Snapshot head = ref == null ? null : iceberg.snapshot(ref.snapshotId());
+    String id = head == null ? "none" : String.valueOf(head.snapshotId());
+    if (snapshotId == null || snapshotId.trim().isEmpty()) {
+      return id + "\tmissing";
+    }
+    long last = Long.parseLong(snapshotId.trim());
+    if (iceberg.snapshot(last) == null) {
+      return id + "\tmissing";
+    }
+    Snapshot snapshot = head;
+    while (snapshot != null && snapshot.snapshotId() != last) {
+      if (snapshot.summary().get(rebuiltKey) != null) {
+        return id + "\trebuilt";
+      }
+      snapshot = snapshot.parentId() == null ? null : iceberg.snapshot(snapshot.parentId());
+    }
+    if (snapshot == null) {
+      return id + "\trebuilt";
+    }
+    return id + (snapshot == head ? "\tsame" : "\tancestor");
+  }
+
+  /**
+   * Points the branch {@code name} at {@code snapshotId} (created, or moved there). A reader
+   * of an older snapshot names it by such a branch: inside a write-audit-publish run Iceberg
+   * reads the run's branch, and refuses {@code version as of <snapshot id>} beside it, but a
+   * branch named in the query wins. A branch head is also kept by snapshot expiry.
+   */
+  public static String pinBranch(String table, String name, String snapshotId) throws Exception {
+    Table iceberg = Spark3Util.loadIcebergTable(DriverSession.get("TableState.pinBranch"), table);
+    long snapshot = Long.parseLong(snapshotId.trim());
+    SnapshotRef ref = iceberg.refs().get(name);
+    if (ref == null) {
+      iceberg.manageSnapshots().createBranch(name, snapshot).commit();
+    } else if (ref.snapshotId() != snapshot) {
+      iceberg.manageSnapshots().replaceBranch(name, snapshot).commit();
+    }
+    return name + "=" + snapshot;
+  }
+
   private static final DateTimeFormatter COMMIT_TIME =
       DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSS").withZone(ZoneOffset.UTC);
 
