@@ -82,10 +82,10 @@ class History:
         )
 
 
-def exported(spark, table: str, tmp_path, start, end) -> list[tuple]:
+def exported(spark, table: str, tmp_path, start, end, changed_files=False) -> list[tuple]:
     """The exported changes in the file's order."""
-    out = tmp_path / f"{start}-{end}.jsonl"
-    export(spark, table, ["user_id"], out, start, end)
+    out = tmp_path / f"{start}-{end}-{changed_files}.jsonl"
+    export(spark, table, ["user_id"], out, start, end, changed_files=changed_files)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     return [(r["_change_type"], r["user_id"], r["name"], r["level"]) for r in lines]
 
@@ -162,3 +162,41 @@ def test_the_command_prints_where_to_resume(spark, tmp_path, capsys):
     assert f"resume from snapshot {history.snapshots[-1]}" in capsys.readouterr().out
     assert state.read_text().strip() == str(history.snapshots[-1])
     assert main([*args, "--out", str(tmp_path / "x.jsonl"), "--from-snapshot", "1"]) == 2
+
+
+def test_a_copy_on_write_table_exports_from_its_changed_files(spark, tmp_path):
+    """--changed-files: Iceberg's changelog scan of the commits between two snapshots (only
+    the files they removed and added): the changes applied, nothing for a compaction, and a
+    consumer resuming over several commits (a compaction among them) rebuilds the table."""
+    history = History(spark, "copy-on-write")
+    history.insert({k: (f"user{k}", 1) for k in range(1, 21)})
+    start = history.snapshots[-1]
+    applied = history.merge(
+        {2: ("renamed", 1), 3: ("user3", 5), 4: ("user4", 1), 30: ("new", 1)}, deletes={5, 6}
+    )
+    end = history.snapshots[-1]
+    assert set(exported(spark, history.table, tmp_path, start, end, changed_files=True)) == applied
+    history.compact()
+    assert exported(spark, history.table, tmp_path, end, history.snapshots[-1], True) == []
+
+    replica = {k: (f"user{k}", 1) for k in range(1, 21)}
+    history.merge({1: ("a", 2), 16: ("b", 1)}, deletes={3})
+    history.compact()
+    history.merge({1: ("c", 3), 4: ("d", 1)}, deletes={16, 7})
+    for kind, key, name, level in exported(
+        spark, history.table, tmp_path, start, history.snapshots[-1], changed_files=True
+    ):
+        if kind in ("insert", "update_after"):
+            replica[key] = (name, level)
+        else:
+            assert replica.pop(key) == (name, level), (kind, key)
+    assert replica == history.state
+
+
+def test_changed_files_refuse_a_merge_on_read_table_clearly(spark, tmp_path):
+    history = History(spark, "merge-on-read")
+    history.insert({k: (f"user{k}", 1) for k in range(1, 6)})
+    start = history.snapshots[-1]
+    history.merge({1: ("one", 2)}, deletes={2})
+    with pytest.raises(ValueError, match=r"delete files .* without --changed-files"):
+        exported(spark, history.table, tmp_path, start, history.snapshots[-1], True)
