@@ -135,6 +135,7 @@ from images
     {%- if not execute or load_relation(state) is none -%}
         {{ return(unbuilt) }}  {#- parsing, or compiling before the state's first build -#}
     {%- endif -%}
+    {%- do wap_session() -%}  {#- a Thrift connection: the run's branch before it renders -#}
     {%- set branch = wap_active_branch() or 'main' -%}
     {%- set recorded = {} -%}
     {%- if is_incremental() -%}
@@ -157,22 +158,26 @@ from images
         {{ exceptions.raise_compiler_error(this ~ ": its state " ~ state ~ " has no snapshot: build it first") }}
     {%- endif -%}
     {%- set checked = recorded.get('checked', 0) if relation in ['same', 'ancestor'] else 0 -%}
-    {%- if relation == 'ancestor' -%}
-        {%- do run_query("select reflect('lakehouse.TableState', 'pinBranch', '" ~ state ~ "', '"
-            ~ changes_base_branch() ~ "', '" ~ recorded.snapshot ~ "') from values (1)") -%}
-    {%- endif -%}
     {#- the state's watermark at the head: one column of it (its own run reads the same) -#}
     {%- set head_checked_sql -%}
         select coalesce(max(_checked_load_id), {{ checked }}) from {{ state }}
         where {{ 'false' if relation == 'same' else '_checked_load_id > ' ~ checked }}
     {%- endset -%}
+    {%- set head_checked = run_query(head_checked_sql).columns[0].values()[0] -%}
+    {%- if relation == 'ancestor' and head_checked == checked -%}
+        {%- set relation = 'same' -%}  {#- no key compared since: compactions, expiries only -#}
+    {%- endif -%}
+    {%- if relation == 'ancestor' -%}
+        {%- do run_query("select reflect('lakehouse.TableState', 'pinBranch', '" ~ state ~ "', '"
+            ~ changes_base_branch() ~ "', '" ~ recorded.snapshot ~ "') from values (1)") -%}
+    {%- endif -%}
     {%- set base = {
         'head': since[0] | int,
         'snapshot': recorded.get('snapshot', 0),
         'checked': checked,
         'relation': relation,
         'seq': recorded.get('seq', 0) + 1,
-        'head_checked': run_query(head_checked_sql).columns[0].values()[0],
+        'head_checked': head_checked,
     } -%}
     {{ log(this ~ ": changes of " ~ state ~ " from " ~ (base.snapshot or 'the start') ~ " to " ~ base.head ~ " (" ~ relation ~ ")", info=true) }}
     {{ return(adapter.per_invocation(memo, base)) }}

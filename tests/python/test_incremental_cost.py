@@ -47,6 +47,7 @@ INCREMENTAL_MODELS = [
     "dws_video__daily",
     "dws_user__daily",
     "ods_landing__fields_by_load",
+    "dim_users__changes",
 ]
 
 

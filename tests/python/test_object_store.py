@@ -143,7 +143,7 @@ from types import SimpleNamespace
 sys.path.insert(0, "tests/python")
 from layers import (assert_events_reconcile_per_file, assert_landed_lines_in_ods_once,
                     assert_user_history, check_layers, truth)
-from scripts.export_changes import export, export_changelog
+from scripts.export_changes import CHANGE_TYPES, export, export_changelog
 from scripts.generate_landing import LandingGenerator, Scale
 from scripts.iceberg_java import IcebergTable
 from scripts.landing import MARKER, LandingZone, filesystem, join
