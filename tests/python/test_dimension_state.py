@@ -296,6 +296,25 @@ def test_a_compaction_and_a_run_without_changes_record_nothing(warehouse, consum
     assert consumer.rows == dimension(spark)
 
 
+def test_changes_that_lose_record_nothing(warehouse, consumer):
+    """Stale changes (older than the state's rows) touch their keys (the state compares them:
+    its watermark moves) but change no row: the changelog's run compares those keys and
+    records nothing. (A change that wins records its row even when only its source position
+    and load moved: the dimension's row is what the changelog follows.)"""
+    spark = warehouse.spark
+    first, second = warehouse.live_users(2)
+    checked = spark.sql(f"select max(_checked_load_id) from {STATE}").first()[0]
+    warehouse.land_changes(
+        change(first, "+U", first._source_lsn - 1, user_name="stale"),
+        change(second, "-D", second._source_lsn - 1),
+    )
+    run = warehouse.run()
+    assert spark.sql(f"select max(_checked_load_id) from {STATE}").first()[0] > checked
+    assert "(ancestor)" in run.log  # compared, not skipped
+    assert consumer.catch_up(spark) == []
+    assert consumer.rows == dimension(spark)
+
+
 def test_an_expired_state_snapshot_is_compared_with_the_replay(warehouse, consumer):
     """The state snapshot the changelog recorded last is gone (compacted past, then expired):
     the next run compares the whole state with the changelog's own replay, and still records
