@@ -74,12 +74,8 @@ from (  -- noqa: ST05
         {{ invalid_value_reason(
             [['_kafka_partition', 'int'], ['_kafka_offset', 'bigint']], 'ods.record'
         ) }} as invalid_arrival_reason,
-        {{ landed_line_columns() }}
-    from (  -- noqa: ST05
-        select
-            *,
-            {{ landed_record(source_name, table_name) }} as record
-        from {{ ods_relation }}
-    ) as ods
+        {{ landed_line_columns() }},
+        {{ landed_field_columns(source_name, table_name) }}
+    from ({{ parsed_landed_lines(source_name, table_name, ods_relation) }}) as ods
 ) as typed
 {%- endmacro %}

@@ -47,11 +47,7 @@ from (  -- noqa: ST05
             ['watch_ms', 'int'], ['video_duration_ms', 'int'], ['_ingested_at', 'timestamp'],
             ['_kafka_partition', 'int'], ['_kafka_offset', 'bigint'],
         ], 'ods.record') }} as invalid_value_reason,
-        {{ landed_line_columns() }}
-    from (  -- noqa: ST05
-        select
-            *,
-            {{ landed_record('client', 'events') }} as record
-        from {{ ref('ods_client__events') }}
-    ) as ods
+        {{ landed_line_columns() }},
+        {{ landed_field_columns('client', 'events') }}
+    from ({{ parsed_landed_lines('client', 'events', ref('ods_client__events')) }}) as ods
 ) as typed

@@ -16,6 +16,8 @@ what B9 measures.
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -46,9 +48,11 @@ SKEW_HOURS = 24
 
 
 class HandwrittenJob:
-    def __init__(self, spark: SparkSession, landing: Path, prefix: str) -> None:
+    """`loaded`: the id of the last load the job's tables hold (the scheduler passes it)."""
+
+    def __init__(self, spark: SparkSession, landing: Path, prefix: str, loaded: int = 0) -> None:
         self.spark, self.landing, self.prefix = spark, landing, prefix
-        self.load_id = 0
+        self.load_id = loaded
 
     def table(self, name: str) -> str:
         return f"{self.prefix}job.{name}"
@@ -346,3 +350,25 @@ class HandwrittenJob:
             when not matched then insert *""")
         parsed.unpersist()
         lines.unpersist()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The job as its own process, as a scheduler runs it: its session (the embedded target's
+    settings, data folder from LAKEHOUSE_DATA_DIR), one run, the session stopped."""
+    parser = argparse.ArgumentParser(description="B9's hand-written job: one run")
+    parser.add_argument("--landing", type=Path, required=True)
+    parser.add_argument("--prefix", required=True)
+    parser.add_argument("--batches", type=int, nargs="+", required=True)
+    parser.add_argument("--loaded", type=int, default=0, help="the last load's id")
+    parser.add_argument("--target", default="local")
+    args = parser.parse_args(argv)
+    from scripts.session import get_spark
+
+    spark = get_spark(args.target)
+    HandwrittenJob(spark, args.landing, args.prefix, args.loaded).run(args.batches)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

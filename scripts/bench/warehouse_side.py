@@ -5,9 +5,11 @@ so every repeat meets the same files."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,28 @@ def load_average() -> list[float]:
 def is_view(spark: Any, name: str) -> bool:
     rows = sql(spark, f"describe table extended {name}")
     return any(row[0] == "Type" and str(row[1]).upper() == "VIEW" for row in rows)
+
+
+def layer_tables(spark: Any, layers: tuple[str, ...]) -> list[str]:
+    """The Iceberg tables (not views) of the schemas `layers`."""
+    found = []
+    for schema in layers:
+        if spark.sql(f"show schemas like '{schema}'").count():
+            found += [
+                f"{schema}.{row.tableName}"
+                for row in sql(spark, f"show tables in {schema}")
+                if not row.isTemporary and not is_view(spark, f"{schema}.{row.tableName}")
+            ]
+    return found
+
+
+def snapshots(spark: Any, layers: tuple[str, ...]) -> dict[str, int]:
+    return {table: snapshot_id(spark, table) for table in layer_tables(spark, layers)}
+
+
+def restore(spark: Any, recorded: dict[str, int]) -> None:
+    for table, snapshot in recorded.items():
+        rollback(spark, table, snapshot)
 
 
 class WarehouseSide:
@@ -91,23 +115,14 @@ class WarehouseSide:
         return result
 
     def tables(self) -> list[str]:
-        spark, found = self.ctx.spark, []
-        for schema in self.layers:
-            if spark.sql(f"show schemas like '{schema}'").count():
-                found += [
-                    f"{schema}.{row.tableName}"
-                    for row in sql(spark, f"show tables in {schema}")
-                    if not row.isTemporary and not is_view(spark, f"{schema}.{row.tableName}")
-                ]
-        return found
+        return layer_tables(self.ctx.spark, self.layers)
 
     def record(self) -> None:
         """The tables' current snapshots: what every repeat starts from."""
-        self.snapshots = {table: snapshot_id(self.ctx.spark, table) for table in self.tables()}
+        self.snapshots = snapshots(self.ctx.spark, self.layers)
 
     def restore(self) -> None:
-        for table, snapshot in self.snapshots.items():
-            rollback(self.ctx.spark, table, snapshot)
+        restore(self.ctx.spark, self.snapshots)
 
     def drop(self) -> None:
         """Every table and view of the side (PURGE); the landing registrations only
@@ -126,3 +141,28 @@ class WarehouseSide:
                     purge = "" if schema.endswith("landing") else " purge"
                     spark.sql(f"drop table if exists {name}{purge}")
             spark.sql(f"drop schema if exists {schema}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`record` a side's tables' snapshots into a JSON file, or `restore` them from it, in a
+    process of its own (B9's sides keep their warehouse and metastore in their own data
+    folder, LAKEHOUSE_DATA_DIR, which one process at a time may open)."""
+    parser = argparse.ArgumentParser(description="record or restore a side's tables")
+    parser.add_argument("action", choices=["record", "restore"])
+    parser.add_argument("--layers", nargs="+", required=True)
+    parser.add_argument("--state", type=Path, required=True)
+    parser.add_argument("--target", default="local")
+    args = parser.parse_args(argv)
+    from scripts.session import get_spark
+
+    spark = get_spark(args.target)
+    if args.action == "record":
+        args.state.write_text(json.dumps(snapshots(spark, tuple(args.layers))))
+    else:
+        restore(spark, json.loads(args.state.read_text()))
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

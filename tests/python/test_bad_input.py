@@ -8,6 +8,7 @@ the test run's SparkSession and metastore without touching the warehouse tests' 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,25 @@ def video_change(offset: int, video_id: str, lsn: str, **fields: Any) -> dict:
     return {k: v for k, v in record.items() if v is not MISSING}
 
 
+class RepeatedKey(dict):
+    """A record whose line names one key a second time, at its end: JSON parsers keep the
+    last value (Python's, Spark's struct parse), and so must the models."""
+
+    def __init__(self, record: dict, key: str, value: Any) -> None:
+        super().__init__(record)
+        self.repeated = (key, value)
+
+    def line(self) -> str:
+        key, value = self.repeated
+        return json.dumps(dict(self))[:-1] + f", {json.dumps(key)}: {json.dumps(value)}}}"
+
+
+def line_of(record: dict | str) -> str:
+    if isinstance(record, RepeatedKey):
+        return record.line()
+    return record if isinstance(record, str) else json.dumps(record)
+
+
 # (case, record or raw line, expected fate) per source and batch. Offsets identify records.
 EVENTS_1 = [
     ("valid", event(1), ACCEPTED),
@@ -102,6 +122,16 @@ EVENTS_1 = [
         "missing arrival time, far-future event",
         event(19, _ingested_at=None, event_at="2099-01-01T00:00:00.000Z"),
         "missing_ingested_at",
+    ),
+    (
+        "a key repeated: its last value wins",
+        RepeatedKey(event(20, watch_ms="ten seconds"), "watch_ms", "1200"),
+        ACCEPTED,
+    ),
+    (
+        "a key repeated: a bad last value",
+        RepeatedKey(event(21), "watch_ms", "x"),
+        "invalid_watch_ms",
     ),
 ]
 USERS_1 = [
@@ -164,7 +194,7 @@ SOURCES = {  # landing folder -> (ODS table, quarantine source_table)
 def land(landing: Path, folder: str, batch: int, cases: list) -> None:
     zone = LandingZone(landing)
     target = zone.batch_folder(folder, batch)
-    lines = [c[1] if isinstance(c[1], str) else json.dumps(c[1]) for c in cases]
+    lines = [line_of(c[1]) for c in cases]
     zone.write_file(target, "part-00000.jsonl", "".join(line + "\n" for line in lines))
     zone.mark_complete(target)
 
@@ -261,6 +291,24 @@ def test_accepted_values_are_typed_not_nulled(build):
     events = build[2]["events"]
     assert events[15].user_id == 2 and events[15].watch_ms == 1500
     assert events[13].region is None and events[12].region == "cn"
+    assert events[20].watch_ms == 1200  # the line's last value of a repeated key
+
+
+def test_each_loads_fields_are_counted_once_per_line_that_carries_them(spark, build):
+    """ods_landing__fields_by_load, which counts them from what the typed model kept of its
+    one parse, against the fields of the lines as Python reads what was landed."""
+    expected = Counter(
+        field
+        for _, record, _ in EVENTS_1
+        if not isinstance(record, str)
+        for field in json.loads(line_of(record))
+    )
+    counted = spark.sql(f"""
+        select field_name, line_count from {PREFIX}ods.ods_landing__fields_by_load
+        where source_table = 'client_events' and _load_id = (
+            select min(_load_id) from {PREFIX}ods.ods_landing__fields_by_load)""").collect()
+    assert dict(counted) == dict(expected)
+    assert expected["region"] == len(EVENTS_1) - 2  # one line lacks it, one is no JSON
 
 
 def test_fields_no_source_declares_stay_raw_and_are_reported(spark, build):

@@ -138,13 +138,13 @@ def test_dws_reads_only_the_partitions_of_the_touched_days(spark, warehouse):
 
 
 def test_a_scheduled_run_parses_each_new_line_once(spark, warehouse):
-    """dwd_landing__typed_rows caches each typed model's rows of the new load for the
-    run; their readers (the detail, the dimension states, the quarantine) read the cache and
-    no ODS file. Measured per model: one thread, so a model's scans are those between its
-    START line and the next; the cache is read while its readers run. Every reader is first
-    brought up to date. The quarantine has never rejected a video change (the generator
-    lands none bad), so its rows say nothing of how far it has read the videos: its record
-    of the loads it has read each source through does (record_checked_through)."""
+    """dwd_landing__typed_rows caches each typed model's rows of the new load for the run; their
+    readers (the detail, the dimension states, the quarantine, the schema-drift counts) read the
+    cache and no ODS file. Measured per model: one thread, so a model's scans are those between
+    its START line and the next; the cache is read while its readers run. Every reader is first
+    brought up to date. The quarantine has never rejected a video change (the generator lands
+    none bad), so its rows say nothing of how far it has read the videos: its record of the
+    loads it has read each source through does (record_checked_through)."""
     dwd, quarantine = f"{PREFIX}dwd", f"{PREFIX}dwd.dwd_quarantine__rejected_records"
     sources = {  # ODS table: its typed model, its landing table, the model of its valid lines
         "ods_client__events": ("dwd_client__events_checked", "client_events", "dwd_client__events"),
@@ -196,7 +196,7 @@ def test_a_scheduled_run_parses_each_new_line_once(spark, warehouse):
         ods = f"{PREFIX}ods.{source}"
         new_lines = spark.sql(f"select count(*) from {ods} where _load_id > {loaded[source]}")
         assert cached[typed] == new_lines.first()[0] > 0, (typed, cached)
-        for model in (reader, "dwd_quarantine__rejected_records"):
+        for model in (reader, "dwd_quarantine__rejected_records", "ods_landing__fields_by_load"):
             assert per_model[model][f"spark_catalog.{ods}"] == 0, (source, model, per_model[model])
     assert not spark.sql("show views in global_temp like '*__this_run'").collect()
 
