@@ -32,8 +32,17 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def executable(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:  # gone meanwhile
+        return ""
+
+
 def tree_rss(root: int) -> int:
-    """Resident bytes of `root` and all its descendants now."""
+    """Resident bytes of `root` and all its descendants now. A child still running its
+    parent's executable is a fork before its exec (the JVM starts a shell command so): it
+    shares its parent's pages, and counting them twice showed a JVM's 3 GB as 6."""
     total, pending = 0, [root]
     while pending:
         pid = pending.pop()
@@ -41,7 +50,8 @@ def tree_rss(root: int) -> int:
             total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
         except (OSError, IndexError, ValueError):  # gone meanwhile
             continue
-        pending += children(pid)
+        program = executable(pid)
+        pending += [child for child in children(pid) if executable(child) != program]
     return total
 
 
