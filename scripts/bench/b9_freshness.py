@@ -359,9 +359,8 @@ def _result(
     if label in samples:
         measured = _seconds(samples, label)
         name = f"scheduled build s, {label.removeprefix('dbt ')} history, tests included"
-        checks.append(
-            Check(f"{name} / {FRESHNESS_SECONDS} s", measured / FRESHNESS_SECONDS, 1.0, _why_job())
-        )
+        fresh = measured / FRESHNESS_SECONDS
+        checks.append(Check(f"{name} / {FRESHNESS_SECONDS} s", fresh, 1.0, _why_fresh()))
         goals.append(goal(name, f"<= {FRESHNESS_SECONDS}", measured, measured <= 60))
     notes = [
         "each side runs as its own process, as a scheduler runs it: `build s` from launch to "
@@ -379,6 +378,9 @@ def _result(
         "load average (1, 5, 15 min) before each case and at the end: "
         + "; ".join(" ".join(f"{v:.2f}" for v in load) for load in loads),
     ]
+    left = [f"{case.events:,} events" for case in SIZES[ctx.size] if case not in cases]
+    if left:
+        notes.append(f"not in this result (the run stopped before them): {', '.join(left)}")
     result = BenchResult(
         name="b9",
         title="freshness: one scheduled build after short and long histories vs a hand-written job",
@@ -414,6 +416,14 @@ def _why_history() -> str:
     return (
         "tests that still read every row (the dimensions', the changelogs' deletes) and the "
         "landing listing; see docs/cost.md"
+    )
+
+
+def _why_fresh() -> str:
+    return (
+        "a plain `dbt build` on the embedded target starts its own JVM and Spark session (in "
+        "its first statement: the Spark s of dbt's own phase) and runs on a cold JIT; a warm "
+        "Spark (the cluster target's Thrift server) pays neither; see docs/cost.md"
     )
 
 
