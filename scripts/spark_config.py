@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import ClassVar
 
+from scripts import class_archive
 from scripts.java_helpers import helper_jar
 from scripts.landing import normalize
 
@@ -130,7 +131,8 @@ def spark_conf(target: str = "local") -> dict[str, str]:
     metastore_url = f"jdbc:derby:;databaseName={paths.metastore / 'metastore_db'};create=true"
     java_options = (
         f"-Dderby.system.home={paths.metastore} -Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
-    )
+        f" {class_archive.java_options()}"
+    ).strip()
     conf = {
         "spark.master": os.environ.get("LAKEHOUSE_SPARK_MASTER", MASTERS[target]),
         "spark.app.name": f"lakehouse-{target}",

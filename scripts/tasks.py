@@ -2,6 +2,8 @@
 
 build  generate sample data when the landing zone is empty, then `dbt build` every layer
 test   pytest, with `lint` running beside it
+class-archive  record the JVM class archive every embedded target's JVM starts from
+             (scripts/class_archive.py); `build` and `test` record it when it is missing
 test-times  write the last test run's time per file into docs/testing.md
 lint   sqlfluff lint, ruff check and the conventions gate (scripts/conventions.py) only
 dbt    any dbt command, in-process, on a SparkSession configured by scripts.spark_config;
@@ -190,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("test", help="every test and linter")
     sub.add_parser("test-times", help="the last test run's time per file into docs/testing.md")
     sub.add_parser("lint", help="sqlfluff, ruff and the conventions gate")
+    sub.add_parser("class-archive", help="record the JVM class archive (a faster start)")
     dbt = sub.add_parser("dbt", help="run a dbt command in-process")
     dbt.add_argument("--target", default="local", choices=["local", "ci", "s3", "cluster"])
     args, rest = parser.parse_known_args(argv)
@@ -203,6 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "dbt" and args.target == "cluster":
         return run_dbt("cluster", rest)  # no JVM here: the cluster already runs one
     ensure_java()
+    if args.command in ("build", "test", "class-archive"):
+        from scripts.class_archive import build as record_class_archive
+
+        archive = record_class_archive(log=step)
+        if args.command == "class-archive":
+            return 0 if archive else 1
     if args.command == "build":
         ensure_sample_data("local")
         step("dbt build --target local")

@@ -17,6 +17,8 @@
       here; the s3 side in a process of its own), with S3 requests by type and their price
   b12 large files: one landed file loaded into ODS, small vs four times larger (time per
       byte, splits over the cores)
+  b13 cold start: a new process (a session, a plain dbt build) with the JVM class archive
+      vs without it
 
 Each writes <out>/<name>.json, <out>/<name>.md, <out>/<name>.png and appends to
 <out>/summary.md; <out> defaults to docs/results (committed). Spark runs
@@ -44,7 +46,7 @@ from scripts.bench.common import SIZES, BenchContext, BenchResult, fmt
 from scripts.cli import parser_from_doc
 from scripts.spark_config import PROJECT_DIR
 
-NAMES = ("b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "b10", "b11", "b12")
+NAMES = ("b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "b10", "b11", "b12", "b13")
 
 
 def runner(name: str) -> Callable[[BenchContext], BenchResult]:
@@ -62,6 +64,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         b10_change_feed,
         b11_object_store,
         b12_large_file,
+        b13_cold_start,
     )
 
     return {
@@ -77,6 +80,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         "b10": b10_change_feed.run,
         "b11": b11_object_store.run,
         "b12": b12_large_file.run,
+        "b13": b13_cold_start.run,
     }[name]
 
 
@@ -106,7 +110,7 @@ def session(data_dir: Path, target: str) -> SparkSession:
 
 def main(argv: list[str] | None = None) -> int:
     parser = parser_from_doc("bench", __doc__)
-    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b12")
+    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b13")
     parser.add_argument("--size", choices=SIZES, default="full")
     parser.add_argument("--smoke", action="store_true", help="same as --size smoke --repeats 1")
     parser.add_argument("--repeats", type=int, help="repeats per measurement (default 3)")

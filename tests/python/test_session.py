@@ -1,11 +1,13 @@
 """A fresh process from `get_spark()` may start with any statement: here, reading an Iceberg
 metadata table before any plain table access (it used to fail to reach the metastore). And it
 commits although the process before it died holding a metastore lock (a run killed while it
-committed: the rerun waited on that lock for minutes per try)."""
+committed: the rerun waited on that lock for minutes per try). And this run's JVM started
+from the project's class archive."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -35,6 +37,7 @@ client = jvm.org.apache.hadoop.hive.metastore.HiveMetaStoreClient(conf)
 response = client.lock(api.LockRequest(components, "killed-run", "localhost"))
 print("lock:", response.getState().toString(), flush=True)
 import os
+import re
 os._exit(0)  # no unlock, no close: what SIGKILL leaves
 """
 
@@ -107,3 +110,21 @@ def test_a_lock_holder_gone_or_a_zombie_is_gone_a_live_one_is_not(spark):
         live.wait()
         zombie.wait()
     assert gone(live.pid) is True  # collected: no such process
+
+
+def test_this_runs_jvm_maps_the_class_archive(spark):
+    """`lakehouse test` (like `lakehouse build`) records the JVM class archive before anything
+    starts Spark, and every embedded target's JVM maps it (scripts/class_archive.py). An
+    archive recorded for other jars or another Java would be ignored without a word, every new
+    process paying its full start again: this run's own JVM must have mapped it."""
+    from scripts.class_archive import archive_path
+
+    archive = archive_path()
+    assert archive.is_file(), f"no class archive at {archive}: run `lakehouse class-archive`"
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    jcmd = Path(os.environ["JAVA_HOME"]) / "bin" / "jcmd"
+    info = subprocess.run([str(jcmd), str(pid), "VM.info"], capture_output=True, text=True)
+    mapped = re.search(r"CDS archive\(s\) mapped at: .*?, size (\d+)", info.stdout)
+    assert mapped, info.stdout[:2000] + info.stderr
+    # the JDK's own base archive alone is about 12 MB; with ours on top, more than ours
+    assert int(mapped.group(1)) > archive.stat().st_size, (mapped.group(0), archive)
