@@ -31,7 +31,6 @@ SMALLEST_ARCHIVE_BYTES = 20_000_000  # a Spark session's classes: about 200 MB
 # What the recording process runs: the statements of a scheduled run's kinds (Iceberg DDL,
 # writes, a merge with deletes, metadata tables, procedures, JSON parsing, a shuffle).
 WORKLOAD = """
-import os
 from scripts.session import get_spark
 spark = get_spark("local")
 spark.sql("create schema if not exists archive")
@@ -96,6 +95,7 @@ def build(log=print) -> Path | None:
     Returns the archive, or None (and says why) when it could not be made: nothing then
     changes but the start-up time."""
     from scripts.java_runtime import export_java_home
+    from scripts.spark_config import environment_without_project_settings
 
     export_java_home()
     archive = archive_path()
@@ -109,7 +109,7 @@ def build(log=print) -> Path | None:
     log(f"recording the JVM class archive {archive} (once per installation)")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="lakehouse-class-archive-") as scratch:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
+        env = environment_without_project_settings()
         env.update({RECORD_ENV: str(partial), "LAKEHOUSE_DATA_DIR": scratch})
         done = subprocess.run(
             [sys.executable, "-c", WORKLOAD],

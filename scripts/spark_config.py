@@ -351,6 +351,12 @@ def cluster_dbt_env(cluster: ClusterSettings) -> dict[str, str]:
     }
 
 
+def environment_without_project_settings() -> dict[str, str]:
+    """This process's environment less the project's own settings (LAKEHOUSE_*, DBT_*): for a
+    process of its own on another data folder, which derives the rest from that folder."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
+
+
 def dbt_env(target: str = "local") -> dict[str, str]:
     """Environment variables the dbt profile and project read for an embedded target."""
     paths = DataPaths.for_target(target)

@@ -33,7 +33,7 @@ from scripts.bench.common import (
 )
 from scripts.bench.dbt_workload import SEED, Workload
 from scripts.generate_landing import Scale
-from scripts.spark_config import PROJECT_DIR
+from scripts.spark_config import PROJECT_DIR, environment_without_project_settings
 
 SIZES = {
     "smoke": Scale(users=300, videos=80, events_per_batch=800),
@@ -156,7 +156,7 @@ class S3Side:
     """The `s3` target's process (scripts/bench/s3_side.py), one build per request."""
 
     def __init__(self, root: Path, settings, keys: dict[str, str], scale: Scale) -> None:
-        own = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
+        own = environment_without_project_settings()
         env = {
             **own,
             **keys,

@@ -12,7 +12,6 @@ faster with the archive (ratio with / without below 1).
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import time
@@ -30,12 +29,13 @@ from scripts.bench.common import (
     median,
     write_result,
 )
+from scripts.bench.dbt_workload import SEED
 from scripts.bench.process_tree import run_measured
 from scripts.bench.warehouse_side import load_average
 from scripts.class_archive import DISABLE_ENV
 from scripts.class_archive import build as record_class_archive
 from scripts.generate_landing import LandingGenerator, Scale
-from scripts.spark_config import PROJECT_DIR
+from scripts.spark_config import PROJECT_DIR, environment_without_project_settings
 
 SIDES = ("with the archive", "without")
 FIRST_STATEMENTS = """
@@ -67,7 +67,7 @@ def cases(size: str) -> list[Case]:
 
 
 def environment_for(data: Path, side: str) -> dict[str, str]:
-    own = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
+    own = environment_without_project_settings()
     own.update(LAKEHOUSE_DATA_DIR=str(data), DBT_TARGET_PATH=str(data / "target"),
                DBT_LOG_PATH=str(data / "logs"), PYTHONPATH=str(PROJECT_DIR))  # fmt: skip
     if side == "without":
@@ -99,7 +99,7 @@ def run(ctx: BenchContext) -> BenchResult:
     root = ctx.work_dir / f"b13-{ctx.size}"
     shutil.rmtree(root, ignore_errors=True)
     store = root / "store"
-    LandingGenerator(store, 7, BATCH).run(log=lambda _: None)
+    LandingGenerator(store, SEED, BATCH).run(log=lambda _: None)
     loads = [load_average()]
     samples: dict[str, dict[str, list[float]]] = {}
     for case in cases(ctx.size):
@@ -156,9 +156,5 @@ def plot(result: BenchResult, path: Path) -> None:
     bar_panels(
         path,
         f"B13 cold start ({result.size})",
-        [
-            (row["case"], {side: float(row[f"{side} s"]) for side in ("with the archive",
-                                                                      "without")})
-            for row in result.table
-        ],
-    )  # fmt: skip
+        [(row["case"], {side: float(row[f"{side} s"]) for side in SIDES}) for row in result.table],
+    )

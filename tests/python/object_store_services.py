@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from scripts import services
+from scripts.spark_config import environment_without_project_settings
 
 
 @contextmanager
@@ -37,7 +38,7 @@ def running_store(data: Path) -> Iterator[tuple]:
 def process_env(env: dict[str, str]) -> dict[str, str]:
     """A process of the `s3` target: the store's environment, dbt's target/ and logs in the
     data folder (not the checkout's, which pytest's own dbt runs use)."""
-    own = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
+    own = environment_without_project_settings()
     data = Path(env["LAKEHOUSE_DATA_DIR"])
     return {
         **own,

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from scripts.generate_landing import LandingGenerator, Scale
-from scripts.spark_config import PROJECT_DIR
+from scripts.spark_config import PROJECT_DIR, environment_without_project_settings
 
 SCALE = Scale(users=300, videos=80, events_per_batch=2_000, batches=2, min_changes_per_batch=10)
 SEED = 23
@@ -54,7 +54,7 @@ class Run:
     scheduler's job running a build and then the nightly maintenance), in its own process group."""
 
     def __init__(self, data_dir: Path, *commands: list[str]) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
+        env = environment_without_project_settings()
         env.update(LAKEHOUSE_DATA_DIR=str(data_dir), LAKEHOUSE_DRIVER_MEMORY="1g")
         script = (
             "import sys\nfrom scripts.tasks import run_dbt\n"

@@ -37,7 +37,12 @@ from layers import (
 
 from scripts.generate_landing import LandingGenerator, Scale
 from scripts.landing import LandingZone, split_lines
-from scripts.spark_config import PROJECT_DIR, ClusterSettings, remote_catalog_conf
+from scripts.spark_config import (
+    PROJECT_DIR,
+    ClusterSettings,
+    environment_without_project_settings,
+    remote_catalog_conf,
+)
 
 PREFIX = "once_"
 SEED = 31
@@ -259,7 +264,7 @@ def test_two_overlapping_builds_load_every_file_once(spark, tmp_path_factory):
     cluster = ClusterSettings(root=root / "service", metastore_port=port)
     LandingGenerator(root, SEED, Scale(**{**SCALE.__dict__, "batches": 2})).run(log=lambda _: None)
     service = start_metastore(cluster)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
+    env = environment_without_project_settings()
     env.update(
         LAKEHOUSE_DATA_DIR=str(root),
         LAKEHOUSE_METASTORE_URI=cluster.metastore_uri,

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from scripts.generate_landing import main as generate_landing
-from scripts.spark_config import PROJECT_DIR
+from scripts.spark_config import PROJECT_DIR, environment_without_project_settings
 
 DBT = Path(sys.executable).with_name("dbt")
 TIMEOUT_S = 600  # a hang (the old MetastoreLock.findLock wait) fails instead of blocking CI
@@ -42,7 +42,7 @@ class PlainDbt:
 
     def __call__(self, *args: str, project: Path | None = None) -> subprocess.CompletedProcess:
         project = project or self.project
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEHOUSE_", "DBT_"))}
+        env = environment_without_project_settings()
         env.update(
             LAKEHOUSE_DATA_DIR=str(self.data),
             LAKEHOUSE_DRIVER_MEMORY="1g",  # beside pytest's own JVM
