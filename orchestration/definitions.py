@@ -56,10 +56,11 @@ project = DbtProject(
     target_path=Path("target") / "dagster",  # its own manifest: never a run's target/
 )
 DBT = str(Path(sys.executable).with_name("dbt"))  # the venv's, whatever PATH holds
-if not project.manifest_path.exists():  # `dbt parse`: no connection, a few seconds
-    DbtCliResource(project_dir=project, dbt_executable=DBT).cli(
-        ["parse", "--quiet"], target_path=project.target_path
-    ).wait()
+# `dbt parse` at every load (no connection, a few seconds, partial): a manifest kept from an
+# earlier checkout lacks the models added since, and dagster-dbt fails on their events
+DbtCliResource(project_dir=project, dbt_executable=DBT).cli(
+    ["parse", "--quiet"], target_path=project.target_path
+).wait()
 
 # dagster-dbt resolves the selector's `path:` methods from the working directory: from any
 # other folder the selector matches nothing (no asset, no error)
