@@ -19,12 +19,18 @@ lint: $(STAMP)
 	$(VENV)/bin/lakehouse lint
 
 $(STAMP): pyproject.toml
-	@echo "==> creating $(VENV) and installing pinned dependencies (first run: a few minutes)"
+	@echo "==> creating $(VENV) and installing pinned dependencies (first run: a minute or two)"
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@# uv resolves and installs the same pinned versions as pip (compared with pip freeze),
+	@# about 4x faster; pip installs them itself when uv cannot be had.
 	@# editable_mode=compat puts the project folder on sys.path, where dbt finds the project's
 	@# adapter dbt/adapters/lakehouse (dbt.adapters gathers its subpackages from sys.path).
-	@$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-		--config-settings editable_mode=compat -e '.[dev,operations]' > $(VENV)/install.log 2>&1 \
+	@( $(VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'uv==0.13.9' \
+		&& $(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python \
+			--config-setting editable_mode=compat -e '.[dev,operations]' \
+		|| (echo "uv failed (see $(VENV)/install.log): installing with pip"; \
+			$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+			--config-settings editable_mode=compat -e '.[dev,operations]') ) > $(VENV)/install.log 2>&1 \
 		|| (tail -n 40 $(VENV)/install.log; echo "install failed: see $(VENV)/install.log"; exit 1)
 	@touch $@
 

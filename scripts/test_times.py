@@ -2,8 +2,10 @@
 
 `lakehouse test` leaves pytest's JUnit report (target/pytest-junit.xml) and the run's facts
 (target/test-run.json: wall time, cores, load averages sampled during the run, commit).
-This command turns them into the table between the test-times markers of docs/testing.md,
-so the times there are always those of a real run, never typed.
+`.ci/run` adds the machine's yardstick (target/yardstick.json) and its own wall time, install
+included (`--ci-seconds`, which also prints the suite's time in yardsticks). This command
+turns them into the table between the test-times markers of docs/testing.md, so the times
+there are always those of a real run, never typed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from scripts.spark_config import PROJECT_DIR
 
 JUNIT = PROJECT_DIR / "target" / "pytest-junit.xml"
 RUN_FACTS = PROJECT_DIR / "target" / "test-run.json"
+YARDSTICK = PROJECT_DIR / "target" / "yardstick.json"
 DOC = PROJECT_DIR / "docs" / "testing.md"
 START, END = "<!-- test-times:start -->", "<!-- test-times:end -->"
 
@@ -40,20 +43,45 @@ def table(junit: Path, facts: dict) -> str:
     total_seconds = sum(seconds for _, (seconds, _) in per_file)
     total_tests = sum(tests for _, (_, tests) in per_file)
     loads = facts.get("load_averages") or [0.0]
+    yardstick = facts.get("yardstick_s")
+    ci = ""
+    if yardstick and facts.get("ci_seconds"):
+        ci = (
+            f" `.ci/run` on a fresh clone, install included: **{facts['ci_seconds']} s = "
+            f"{facts['ci_seconds'] / yardstick:.0f} yardsticks** (yardstick {yardstick} s)."
+        )
+
+    def row(name: str, tests: int, seconds: float) -> str:
+        measured = f" {seconds / yardstick:.1f} |" if yardstick else ""
+        return f"| {name} | {tests} | {seconds:.0f} |{measured}"
+
     lines = [
         f"Measured by `lakehouse test` on commit {facts.get('commit', '?')}, "
         f"{facts.get('finished', '?')}: {facts.get('cores', '?')} cores, "
         f"load average (1 min) {min(loads):.1f}-{max(loads):.1f} during the run, "
         f"**{facts.get('seconds', 0):.0f} s** for the whole command "
-        f"(pytest {facts.get('pytest_seconds', 0):.0f} s, the linters beside it). "
+        f"(pytest {facts.get('pytest_seconds', 0):.0f} s, the linters beside it).{ci} "
         "Written by `lakehouse test-times`.",
         "",
-        "| file | tests | seconds |",
-        "|---|---:|---:|",
-        *(f"| `{name}` | {tests} | {seconds:.0f} |" for name, (seconds, tests) in per_file),
-        f"| **all** | {total_tests} | {total_seconds:.0f} |",
+        "| file | tests | seconds |" + (" yardsticks |" if yardstick else ""),
+        "|---|---:|---:|" + ("---:|" if yardstick else ""),
+        *(row(f"`{name}`", tests, seconds) for name, (seconds, tests) in per_file),
+        row("**all**", total_tests, total_seconds),
     ]
     return "\n".join(lines)
+
+
+def record_ci(seconds: int) -> None:
+    """`.ci/run`'s wall time beside the yardstick it measured, printed and kept with the
+    run's facts."""
+    facts = json.loads(RUN_FACTS.read_text()) if RUN_FACTS.exists() else {}
+    yardstick = json.loads(YARDSTICK.read_text())["yardstick_s"]
+    facts.update(ci_seconds=seconds, yardstick_s=yardstick)
+    RUN_FACTS.write_text(json.dumps(facts, indent=2))
+    print(
+        f"==> the suite, install included: {seconds} s = {seconds / yardstick:.0f} yardsticks "
+        f"(this machine's yardstick: {yardstick} s)"
+    )
 
 
 def write(doc: Path, text: str) -> None:
@@ -70,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--junit", type=Path, default=JUNIT)
     parser.add_argument("--facts", type=Path, default=RUN_FACTS)
     parser.add_argument("--doc", type=Path, default=DOC)
+    parser.add_argument("--ci-seconds", type=int, help="record .ci/run's time and print it")
     args = parser.parse_args(argv)
+    if args.ci_seconds is not None:
+        record_ci(args.ci_seconds)
+        return 0
     if not args.junit.exists():
         print(f"no pytest report at {args.junit}: run `lakehouse test` first", file=sys.stderr)
         return 1
