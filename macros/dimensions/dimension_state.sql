@@ -9,12 +9,13 @@
     lost): the model's watermark. It advances for deletes and stale changes too, so no load is
     merged twice. Tombstones are dropped after a retention (expire_dimension_tombstones).
       changes   the checked changelog model (typed, with reject_reason): its ref
-      key       the source table's primary key column
+      key       the source table's primary key: a column, or a list of them (composite)
       columns   the state's attribute columns, as the checked model names them -#}
 {% macro dimension_state(changes, key, columns) %}
+{%- set keys = [key] if key is string else key -%}
 with new_changes as (
     select
-        {{ key }},
+        {{ keys | join(',\n        ') }},
         {%- for column in columns %}
         {{ column }},
         {%- endfor %}
@@ -40,11 +41,11 @@ candidates as (
     union all
     -- the touched keys' current state competes with their new changes
     select
-        {{ _state_columns(key, columns) }},
+        {{ _state_columns(keys, columns) }},
         _checked_load_id,
         true as _is_current_state
     from {{ this }}
-    where {{ key }} in (select new_changes.{{ key }} from new_changes)
+    where {{ _key_tuple(keys) }} in (select {{ _key_tuple(keys, 'new_changes.') | trim('()') }} from new_changes)
     {%- endif %}
 ),
 
@@ -52,23 +53,30 @@ ranked as (
     select
         *,
         row_number() over (
-            partition by {{ key }}
+            partition by {{ keys | join(', ') }}
             -- on a tie (a change re-sent) the state already holds it: keep the state's row
             order by _source_lsn desc, _source_offset desc, _is_current_state desc
         ) as change_rank,
-        max(_checked_load_id) over (partition by {{ key }}) as _newest_checked_load_id
+        max(_checked_load_id) over (partition by {{ keys | join(', ') }}) as _newest_checked_load_id
     from candidates
 )
 
 select
-    {{ _state_columns(key, columns) }},
+    {{ _state_columns(keys, columns) }},
     _newest_checked_load_id as _checked_load_id
 from ranked
 where change_rank = 1
 {%- endmacro %}
 
 {#- The columns a state row carries, but its watermark -#}
-{% macro _state_columns(key, columns) -%}
-    {{ ([key] + columns + ['_change_op', '_is_deleted', '_source_lsn', '_source_offset',
+{% macro _state_columns(keys, columns) -%}
+    {{ (keys + columns + ['_change_op', '_is_deleted', '_source_lsn', '_source_offset',
         '_source_committed_at', '_load_id', '_loaded_at']) | join(',\n        ') }}
+{%- endmacro %}
+
+{#- `a` for one key column, `(a, b)` for a composite key (Spark compares them as a struct) -#}
+{% macro _key_tuple(keys, prefix='') -%}
+    {%- set columns = [] -%}
+    {%- for key in keys -%}{%- do columns.append(prefix ~ key) -%}{%- endfor -%}
+    {{ columns[0] if columns | length == 1 else '(' ~ columns | join(', ') ~ ')' }}
 {%- endmacro %}

@@ -3,7 +3,8 @@
     `meta.type` names (a string when it names none; `meta.column` renames it), the change
     envelope typed (`op`, `source_lsn`, `source_committed_at`, `kafka_partition`,
     `kafka_offset`), and the first rule the record breaks in `reject_reason`
-    (changelog_reject_reason, on the key the table's `meta.changelog_key` names).
+    (changelog_reject_reason, on the key the table's `meta.changelog_key` names: one column,
+    or a list of them for a composite primary key).
     A declared value that is present but does not cast is named by invalid_value_reason,
     never turned into a silent null. -#}
 {% macro typed_changelog(source_name, table_name) %}
@@ -15,15 +16,12 @@
     {%- if declaration is not defined or declaration is none -%}
         {{ exceptions.raise_compiler_error("typed_changelog: no source " ~ source_name ~ "." ~ table_name ~ " is declared") }}
     {%- endif -%}
-    {%- set key = declaration.meta.get('changelog_key') -%}
-    {%- if not key -%}
-        {{ exceptions.raise_compiler_error("changelog source " ~ source_name ~ "." ~ table_name ~ " declares no meta.changelog_key (the field naming the changed row)") }}
-    {%- endif -%}
     {%- set envelope = {
         'op': none, '_source_lsn': 'bigint', '_source_committed_at': 'timestamp',
         '_kafka_partition': 'int', '_kafka_offset': 'bigint'} -%}
+    {%- set keys = changelog_key_columns(declaration, envelope.keys() | list) -%}
     {%- set missing = [] -%}
-    {%- for field in envelope.keys() | list + [key] if field not in declaration.columns -%}
+    {%- for field in envelope.keys() if field not in declaration.columns -%}
         {%- do missing.append(field) -%}
     {%- endfor -%}
     {%- if missing -%}
@@ -34,18 +32,16 @@
           if name not in envelope and name != '_corrupt_record' -%}
         {%- do fields.append([name, column.meta.get('type'), column.meta.get('column', name)]) -%}
     {%- endfor -%}
-    {%- if key in envelope -%}
-        {{ exceptions.raise_compiler_error("changelog source " ~ source_name ~ "." ~ table_name ~ ": meta.changelog_key names the change envelope's " ~ key ~ ", not the changed row's key") }}
-    {%- endif -%}
     {%- set generated = ['op', 'source_lsn', 'source_committed_at', 'kafka_partition', 'kafka_offset',
         'invalid_value_reason', 'invalid_arrival_reason', 'is_unparseable', 'raw_record', 'reject_reason',
         '_source_file', '_source_line', '_is_redelivery', '_batch_id', '_load_id', '_loaded_at'] -%}
     {%- for _, _, column in fields if column in generated -%}
         {{ exceptions.raise_compiler_error("changelog source " ~ source_name ~ "." ~ table_name ~ ": column " ~ column ~ " would clash with a column the typed model adds; rename it with meta.column") }}
     {%- endfor -%}
-    {%- set key_column = (fields | selectattr(0, 'equalto', key) | first)[2] -%}
+    {%- set key_columns = [] -%}
+    {%- for name, _, column in fields if name in keys -%}{%- do key_columns.append(column) -%}{%- endfor -%}
     {%- set checked_values = [] -%}
-    {%- for name, type, _ in fields if type and name != key -%}
+    {%- for name, type, _ in fields if type and name not in keys -%}
         {%- do checked_values.append([name, type]) -%}
     {%- endfor -%}
     {%- do checked_values.append(['_source_committed_at', 'timestamp']) -%}
@@ -53,14 +49,14 @@
     cache never matches a plan that holds a CTE -#}
 select
     *,
-    {{ changelog_reject_reason(key_column) }} as reject_reason
+    {{ changelog_reject_reason(key_columns) }} as reject_reason
 from (  -- noqa: ST05
     select
         ods.record.op,
         {%- for name, type, column in fields %}
         {%- if type %}
         try_cast(ods.record.{{ name }} as {{ type }}) as {{ column }},
-        {%- elif name == key %}
+        {%- elif name in keys %}
         nullif(trim(ods.record.{{ name }}), '') as {{ column }},  -- a blank key is no key
         {%- else %}
         ods.record.{{ name }} as {{ column }},

@@ -130,23 +130,25 @@
 
 {%- endmaterialization %}
 
-{#- The merge source's keys, read before the merge: {empty, predicate}. With one unique_key
-    column of integers or strings and at most var('merge_key_literals_limit') distinct keys,
-    `predicate` restricts the target to those keys as literals: Iceberg skips the files and
-    row groups whose key bounds hold none of them, and the join meets only the target rows
-    that can match, instead of shuffling the whole target. Otherwise no predicate (a plain
-    emptiness check for composite keys). -#}
+{#- The merge source's keys, read before the merge: {empty, predicate}. With a unique_key
+    whose (first) column holds integers or strings, and at most var('merge_key_literals_limit')
+    distinct values of it, `predicate` restricts the target to those values as literals:
+    Iceberg skips the files and row groups whose key bounds hold none of them, and the join
+    meets only the target rows that can match, instead of shuffling the whole target. For a
+    composite key the first column's values bound the rows that can match (the merge still
+    matches on every column). Otherwise no predicate, a plain emptiness check. -#}
 {% macro _merge_source_keys(tmp_relation, unique_key) %}
   {%- if not execute -%}{{ return(none) }}{%- endif -%}
   {%- set limit = var('merge_key_literals_limit', 10000) | int -%}
-  {%- if not unique_key or unique_key is not string -%}
-    {#- the key columns are selected, so a key the model lacks fails here, as dbt's merge would -#}
-    {%- set columns = (unique_key | join(', ')) if unique_key else '1' -%}
-    {%- set empty = run_query('select ' ~ columns ~ ' from ' ~ tmp_relation ~ ' limit 1').rows | length == 0 -%}
+  {%- if not unique_key -%}
+    {%- set empty = run_query('select 1 from ' ~ tmp_relation ~ ' limit 1').rows | length == 0 -%}
     {{ return({'empty': empty, 'predicate': none}) }}
   {%- endif -%}
-  {%- set keys = run_query('select distinct ' ~ unique_key ~ ' from ' ~ tmp_relation
-      ~ ' limit ' ~ (limit + 1)).columns[0].values() | list -%}
+  {%- set key_columns = [unique_key] if unique_key is string else unique_key -%}
+  {%- set unique_key = key_columns[0] -%}
+  {#- every key column is selected, so a key the model lacks fails here, as dbt's merge would -#}
+  {%- set keys = run_query('select distinct ' ~ unique_key ~ ' from (select ' ~ key_columns | join(', ')
+      ~ ' from ' ~ tmp_relation ~ ') limit ' ~ (limit + 1)).columns[0].values() | list -%}
   {%- set literals = [] -%}
   {%- for key in keys | reject('none') | sort -%}
     {%- if key is number and key is not boolean and key == key | int -%}

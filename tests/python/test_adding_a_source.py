@@ -2,9 +2,12 @@
 names a file is written into a scratch copy of the project (a block that says `add to:` is
 inserted into that file), two batches of a new `forum.comment_changes` changelog are landed
 (inserts, an update, a delete, a malformed line, a line without its key, a value that
-is not its declared type) and the scratch
-project is built after each, under its own schemas (var schema_prefix). The expectations are
-computed here from the landed lines, not by the models. When the page goes stale, this fails.
+is not its declared type), with a `social.follow_changes` changelog keyed by two columns beside
+it (a delete re-inserted later, a line missing half its key, a key part that does not cast,
+a re-delivered offset), and the scratch project is built after each, under its own schemas
+(var schema_prefix), then checked as the page says (`dbt show`, the conventions gate). The
+expectations are computed here from the landed lines, not by the models. When the page goes
+stale, this fails.
 Two builds: the scratch project's own warehouse, beside the others in this test run.
 """
 
@@ -29,7 +32,8 @@ VARS = {"schema_prefix": PREFIX, "write_audit_publish": True}  # as a scheduled 
 DERIVED_CHECKS = ("declared_landing_source", "known_reject_reason")  # the quarantine's tests
 # the page's models and everything upstream of the quarantine and its checks
 BUILD = [
-    "--select", "+dim_comments", "+dws_video__daily_comments", "+dwd_quarantine__rejected_records+",
+    "--select", "+dim_comments", "+dws_video__daily_comments", "+dws_user__daily_follows",
+    "+dwd_quarantine__rejected_records+",
     "+ods_landing__files+", "+ods_landing__undeclared_fields+",
     "--indirect-selection", "cautious",  # tests whose parents are all built
 ]  # fmt: skip
@@ -111,6 +115,57 @@ EXPECTED_REJECTS = {
 }
 
 
+# The composite-key source of the page's step 5: who follows whom, keyed by the pair.
+FOLLOWS = "social_follows"
+DAY_1, DAY_2 = "2026-01-01T08:00:00Z", "2026-01-02T08:00:00Z"
+
+
+def follow(
+    op: str, follower: object, followee: object, lsn: int, offset: int,
+    followed_at: str = DAY_1, is_muted: bool = False,
+) -> str:  # fmt: skip
+    record = {"op": op, "follower_id": follower, "followee_id": followee, "is_muted": is_muted,
+              "followed_at": followed_at, "_source_lsn": lsn,
+              "_source_committed_at": "2026-01-02T09:00:00Z",
+              "_kafka_partition": 1, "_kafka_offset": offset}  # fmt: skip
+    return json.dumps({k: v for k, v in record.items() if v is not None})
+
+
+FOLLOW_BATCHES = {
+    1: [
+        follow("+I", 1, 2, 10, 1),
+        follow("+I", 1, 3, 11, 2),
+        follow("+I", 4, 2, 12, 3, followed_at=DAY_2),  # the day's only follow
+        follow("-D", 1, 3, 13, 4),  # deleted here, inserted again in batch 2
+        '{"op": "+I", "follower_id": 9, "followee_id',  # malformed: unparseable_record
+        follow("+I", 5, None, 14, 5),  # half its key: missing_key
+        follow("+I", 6, 2, 15, 6, followed_at="yesterday"),  # not its declared type
+    ],
+    2: [
+        follow("-U", 1, 2, 20, 7),
+        follow("+U", 1, 2, 21, 8, is_muted=True),
+        follow("-D", 4, 2, 22, 9, followed_at=DAY_2),  # empties 2026-01-02
+        follow("+I", 1, 3, 23, 10),  # the deleted pair back
+        follow("+I", 1, 2, 10, 1),  # partition 1, offset 1 again: a re-delivery
+        follow("+I", 7, "seven", 24, 11),  # a key part that does not cast: missing_key
+    ],
+}
+# (follower, followee) -> is_muted after each build; (4, 2) deleted in batch 2
+EXPECTED_FOLLOWS = {1: {(1, 2): False, (4, 2): False}, 2: {(1, 2): True, (1, 3): False}}
+# follows per (followee, day) after each build
+EXPECTED_DAILY_FOLLOWS = {
+    1: {(2, "2026-01-01"): 1, (2, "2026-01-02"): 1},
+    2: {(2, "2026-01-01"): 1, (3, "2026-01-01"): 1},
+}
+EXPECTED_FOLLOW_REJECTS = [
+    (FOLLOW_BATCHES[1][4], "unparseable_record"),
+    (FOLLOW_BATCHES[1][5], "missing_key"),
+    (FOLLOW_BATCHES[1][6], "invalid_followed_at"),
+    (FOLLOW_BATCHES[2][4], "redelivered_record"),
+    (FOLLOW_BATCHES[2][5], "missing_key"),
+]
+
+
 class Scratch:
     def __init__(self, root: Path, dbt, spark) -> None:
         self.root, self._dbt, self.spark = root, dbt, spark
@@ -120,9 +175,10 @@ class Scratch:
         (root / "landing").mkdir(exist_ok=True)
 
     def land(self, batch: int) -> None:
-        folder = self.landing.batch_folder(FOLDER, batch)
-        self.landing.write_file(folder, "part-00000.json", "\n".join(BATCHES[batch]) + "\n")
-        self.landing.mark_complete(folder)
+        for source, batches in ((FOLDER, BATCHES), (FOLLOWS, FOLLOW_BATCHES)):
+            folder = self.landing.batch_folder(source, batch)
+            self.landing.write_file(folder, "part-00000.jsonl", "\n".join(batches[batch]) + "\n")
+            self.landing.mark_complete(folder)
 
     def dbt(self, *args: str, expect_success: bool = True):
         return self._dbt(
@@ -141,6 +197,20 @@ class Scratch:
         )
         return {(r[0], r[1]): r[2] for r in rows}
 
+    def daily_follows(self) -> dict:
+        rows = self.rows(
+            "select followee_id, cast(follow_date as string), follower_count"
+            f" from {PREFIX}dws.dws_user__daily_follows"
+        )
+        return {(r[0], r[1]): r[2] for r in rows}
+
+    def follows(self) -> dict:
+        rows = self.rows(
+            f"select follower_id, followee_id, is_muted from {PREFIX}dwd.dim_follows__state"
+            " where not _is_deleted"
+        )
+        return {(r[0], r[1]): r[2] for r in rows}
+
     def complete_through(self, table: str) -> str | None:
         """The table's newest completeness stamp on main (docs/completeness.md)."""
         rows = self.rows(
@@ -154,13 +224,14 @@ class Scratch:
 @pytest.fixture(scope="module")
 def scratch(dbt, spark, tmp_path_factory) -> dict:
     built = Scratch(tmp_path_factory.mktemp("new_source"), dbt, spark)
-    built.land(1)
-    first = built.dbt("build", *BUILD)
-    daily = {1: built.daily_comments()}
-    built.land(2)  # the second build reads batch 1 again from the landing zone
-    second = built.dbt("build", *BUILD)
-    daily[2] = built.daily_comments()
-    return {"built": built, "runs": [first, second], "daily": daily}
+    runs, daily, follows, daily_follows = [], {}, {}, {}
+    for batch in (1, 2):  # the second build reads batch 1 again from the landing zone
+        built.land(batch)
+        runs.append(built.dbt("build", *BUILD))
+        daily[batch], follows[batch] = built.daily_comments(), built.follows()
+        daily_follows[batch] = built.daily_follows()
+    return {"built": built, "runs": runs, "daily": daily, "follows": follows,
+            "daily_follows": daily_follows}  # fmt: skip
 
 
 def test_the_page_names_every_file_a_source_needs(scratch):
@@ -172,7 +243,35 @@ def test_the_page_names_every_file_a_source_needs(scratch):
         "models/dwd/dimensions/dim_comments.sql",
         "models/dws/dws_video__daily_comments.sql",
         "macros/landing/landed_sources.sql",
+        "models/ods/forum/_forum__models.yml",
+        "models/dwd/dimensions/_comments__models.yml",
+        "models/dws/_comments__models.yml",
+        "models/ods/social/_social__sources.yml",
+        "models/ods/social/ods_social__follow_changes.sql",
+        "models/dwd/dimensions/dwd_social__follow_changes_checked.sql",
+        "models/dwd/dimensions/dim_follows__state.sql",
+        "models/dws/dws_user__daily_follows.sql",
+        "models/dwd/dimensions/_follows__models.yml",
+        "macros/landing/landed_sources.sql",
     ]
+
+
+def test_the_conventions_gate_finds_nothing_on_the_new_source(scratch):
+    """A user who follows the page gets a green `make test`: the gate's findings on the
+    scratch copy (descriptions, key tests of the persisted models)."""
+    from scripts.conventions import findings
+
+    found = findings(scratch["built"].project)
+    assert found == [], [f"{f['check_run_id']}: {f['failure_message']}" for f in found]
+
+
+def test_the_pages_check_runs_with_dbt_show(scratch):
+    """Section 4's first check, as the page runs it: `dbt show --inline`."""
+    built = scratch["built"]
+    query = f"select count(*) as lines from {PREFIX}ods.ods_forum__comment_changes"
+    shown = built.dbt("show", "--inline", query, "--output", "json")
+    landed = sum(len(lines) for lines in BATCHES.values())
+    assert f'"lines": {landed}' in shown.log, shown.log[-2000:]
 
 
 def test_every_landed_line_is_in_ods_exactly_once(scratch):
@@ -228,9 +327,12 @@ def test_updates_and_deletes_are_applied(scratch):
 
 def test_the_daily_aggregate_follows_and_a_day_whose_last_comment_went_is_emptied(scratch):
     assert scratch["daily"] == EXPECTED_DAILY
-    emptied = [line for line in scratch["runs"][1].log.splitlines() if "no row left for" in line]
-    assert len(emptied) == 1 and "dws_video__daily_comments" in emptied[0], emptied
-    assert "2026-01-02" in emptied[0]
+    emptied = [
+        line
+        for line in scratch["runs"][1].log.splitlines()
+        if "no row left for" in line and "dws_video__daily_comments" in line
+    ]
+    assert len(emptied) == 1 and "2026-01-02" in emptied[0], emptied
 
 
 def test_the_new_tables_are_published_by_the_run(scratch):
@@ -265,6 +367,35 @@ def test_the_new_tables_get_the_folders_properties(scratch):
     assert properties["write.merge.mode"] == "merge-on-read"
 
 
+def test_a_composite_key_changelog_places_every_line_once(scratch):
+    built = scratch["built"]
+    landed = [line for batch in FOLLOW_BATCHES.values() for line in batch]
+    rows = built.rows(f"select _raw_line from {PREFIX}ods.ods_social__follow_changes")
+    assert sorted(r[0] for r in rows) == sorted(landed)
+    rejected = built.rows(
+        f"select raw_record, reject_reason from {PREFIX}dwd.dwd_quarantine__rejected_records"
+        f" where source_table = '{FOLLOWS}'"
+    )
+    assert sorted(map(tuple, rejected)) == sorted(EXPECTED_FOLLOW_REJECTS)
+
+
+def test_a_composite_key_state_follows_each_pair_and_a_deleted_pair_comes_back(scratch):
+    """Both parts of the key tell the pairs apart: (1, 2) and (1, 3) share a follower, (1, 2)
+    and (4, 2) a followee; (1, 3) is deleted in the first batch and inserted again in the
+    second; (4, 2) stays a tombstone."""
+    assert scratch["follows"] == EXPECTED_FOLLOWS
+    (tombstones,) = scratch["built"].rows(
+        f"select count(*) from {PREFIX}dwd.dim_follows__state where _is_deleted"
+    )[0]
+    assert tombstones == 1
+
+
+def test_a_composite_key_aggregate_follows_and_empties_a_day(scratch):
+    assert scratch["daily_follows"] == EXPECTED_DAILY_FOLLOWS
+    emptied = [line for line in scratch["runs"][1].log.splitlines() if "no row left for" in line]
+    assert any("dws_user__daily_follows" in line and "2026-01-02" in line for line in emptied)
+
+
 def test_a_source_left_out_of_the_parser_list_stops_the_run_naming_the_line(
     dbt, spark, tmp_path_factory
 ):
@@ -281,14 +412,27 @@ def test_a_source_left_out_of_the_parser_list_stops_the_run_naming_the_line(
     assert f"{expected} to landed_source_models()" in run.log
 
 
-def test_a_changelog_without_its_key_declared_stops_the_run_naming_it(dbt, spark, tmp_path_factory):
-    """The typed model comes from the declaration: without `meta.changelog_key` it cannot
-    tell a keyless change, so it does not compile (and says which key to declare)."""
-    scratch = Scratch(tmp_path_factory.mktemp("new_source_keyless"), dbt, spark)
-    sources = scratch.project / "models/ods/forum/_forum__sources.yml"
+WRONG_KEYS = {  # the declared key -> what the compile error must say
+    "": "social.follow_changes declares no meta.changelog_key",
+    "[follower_id, followed_user]": "names followed_user, which is not a declared column",
+    "[follower_id, _kafka_offset]": "names the change envelope's _kafka_offset",
+}
+
+
+def test_a_changelog_key_that_cannot_be_typed_stops_the_run_naming_source_and_fix(
+    dbt, spark, tmp_path_factory
+):
+    """The typed model comes from the declaration: a key that is missing, names a column the
+    source does not declare, or names a field of the change envelope does not compile, and
+    the error names the source, the key and where the fix is."""
+    scratch = Scratch(tmp_path_factory.mktemp("new_source_keys"), dbt, spark)
+    sources = scratch.project / "models/ods/social/_social__sources.yml"
     declared = sources.read_text()
-    assert "          changelog_key: comment_id\n" in declared
-    sources.write_text(declared.replace("          changelog_key: comment_id\n", ""))
-    run = scratch.dbt("compile", "--select", "dim_comments__state", expect_success=False)
-    assert not run.success
-    assert "forum.comment_changes declares no meta.changelog_key" in run.log
+    line = "          changelog_key: [follower_id, followee_id]\n"
+    assert line in declared
+    for key, expected in WRONG_KEYS.items():
+        wrong = f"          changelog_key: {key}\n" if key else ""
+        sources.write_text(declared.replace(line, wrong))
+        run = scratch.dbt("compile", "--select", "dim_follows__state", expect_success=False)
+        assert not run.success, key
+        assert expected in run.log and "docs/adding-a-source.md" in run.log, (key, run.log[-1500:])
