@@ -2,8 +2,9 @@
     (unique_key, partition_by, write_order, backfill_by) or any model downstream names it, as
     dropping it would break them; otherwise a metadata change (no data file is rewritten, and
     snapshots before it still read it). on_schema_change `sync_all_columns` would drop it without
-    these checks (macros/schema_evolution/on_schema_change.sql). Run it, then remove the column from
-    the model's SQL (a model that still selects it would fail loudly, not drop it silently):
+    these checks (the adapter's dbt/include/lakehouse/macros/materializations/incremental/
+    on_schema_change.sql). Run it, then remove the column from the model's SQL (a model that
+    still selects it would fail loudly, not drop it silently):
         dbt run-operation drop_column --args '{model: dwd_client__events, column: app_version}' -#}
 {% macro drop_column(model, column) %}
     {%- set table = _model_table(model) -%}

@@ -1,6 +1,7 @@
 {#- Widen a column's type in place: int -> bigint, float -> double, decimal(P, S) -> decimal(P2,
     S) with P2 > P, the promotions Iceberg allows without rewriting data. Anything else fails
-    before touching the table. Then change the model to produce the wider type:
+    before touching the table (the adapter's _iceberg_widens decides). Then change the model to
+    produce the wider type:
         dbt run-operation widen_column --args '{model: dwd_client__events, column: watch_ms, type: bigint}' -#}
 {% macro widen_column(model, column, type) %}
     {%- set table = _model_table(model) -%}
@@ -13,17 +14,4 @@
     {%- endif -%}
     {%- do run_query('alter table ' ~ table.relation ~ ' alter column ' ~ adapter.quote(column) ~ ' type ' ~ wanted) -%}
     {{ log(table.relation ~ ": column " ~ column ~ " widened " ~ current ~ " -> " ~ wanted ~ " (metadata only)", info=true) }}
-{% endmacro %}
-
-{#- Whether Iceberg changes `current` to `wanted` in place (metadata only). -#}
-{% macro _iceberg_widens(current, wanted) %}
-    {%- set current = current | lower | replace(' ', '') -%}
-    {%- set wanted = wanted | lower | replace(' ', '') -%}
-    {%- set allowed = {'int': ['bigint'], 'integer': ['bigint'], 'float': ['double']} -%}
-    {%- if current.startswith('decimal(') and wanted.startswith('decimal(') -%}
-        {%- set was = current[8:-1].split(',') -%}
-        {%- set now = wanted[8:-1].split(',') -%}
-        {{ return(now[1] | int == was[1] | int and now[0] | int > was[0] | int) }}
-    {%- endif -%}
-    {{ return(wanted in allowed.get(current, [])) }}
 {% endmacro %}

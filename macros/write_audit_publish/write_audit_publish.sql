@@ -45,13 +45,13 @@
     {{ return(session_setting('spark.wap.branch')) }}
 {% endmacro %}
 
-{#- pre-hook of every model and snapshot (dbt_project.yml) and the start of every test's
-    query (spark__get_test_sql). On a Thrift server each connection is a Spark session of its
-    own, so the run's branch is set on it. The model's table, when it exists, gets
-    write.wap.enabled (a table built before write-audit-publish: without it Iceberg would write
-    main) and the branch, created from main before the first write: Iceberg 1.10.2 starts the
-    summary totals (total-data-files, total-records, ...) of a snapshot that creates its branch
-    from zero, and maintenance decides on those totals (docs/findings.md). -#}
+{#- pre-hook of every model and snapshot (dbt_project.yml) and the start of every test's query
+    (the adapter's lakehouse__get_test_sql). On a Thrift server each connection is a Spark
+    session of its own, so the run's branch is set on it. The model's table, when it exists,
+    gets write.wap.enabled (a table built before write-audit-publish: without it Iceberg would
+    write main) and the branch, created from main before the first write: Iceberg 1.10.2 starts
+    the summary totals (total-data-files, total-records, ...) of a snapshot that creates its
+    branch from zero, and maintenance decides on those totals (docs/findings.md). -#}
 {% macro wap_session(relation=none) %}
     {%- if not execute or not wap_requested() -%}{{ return('') }}{%- endif -%}
     {%- set branch = wap_active_branch() -%}
@@ -84,10 +84,3 @@
     {%- set lock = _run_lock_state() -%}
     {{ return(wap_branch_of(lock.load_id) if lock.holder == invocation_id else none) }}
 {% endmacro %}
-
-{#- dbt's test query, read on the run's branch (the embedded targets share one session whose
-    setting already holds the branch; a Thrift connection gets it here). -#}
-{% macro spark__get_test_sql(main_sql, fail_calc, warn_if, error_if, limit) -%}
-    {%- do wap_session() -%}
-    {{ default__get_test_sql(main_sql, fail_calc, warn_if, error_if, limit) }}
-{%- endmacro %}

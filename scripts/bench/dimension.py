@@ -1,7 +1,7 @@
 """A dimension like dim_users__state (the dimension's state: live rows and tombstones), built
 inside Spark, and a CDC batch merged into it as the project's incremental materialization
-does it (macros/materializations/): the source's keys read first and passed to the MERGE as
-literals. Shared by B2 and B5.
+does it (dbt/include/lakehouse/macros/materializations/incremental/): the source's keys read
+first and passed to the MERGE as literals. Shared by B2 and B5.
 
 Tables are written from one deterministic plan, so two tables of the same size hold the
 same rows in the same files' order whatever their write mode.

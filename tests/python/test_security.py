@@ -28,13 +28,14 @@ def compile_error(dbt, expression: str) -> str:
 
 
 def merge_sql(delete_when: str) -> str:
-    """spark__get_merge_sql as dbt calls it for a model configured with merge_delete_when."""
+    """get_merge_sql (the adapter's lakehouse__get_merge_sql) as dbt calls it for a model
+    configured with merge_delete_when."""
     target = "api.Relation.create(schema='dwd', identifier='dim_users')"
     source = "api.Relation.create(identifier='dim_users__dbt_tmp')"
     return (
         "{{ config(merge_delete_when=" + repr(delete_when) + ") }}"
         # parsing only records the config; the merge renders when dbt executes
-        "{% if execute %}{{ spark__get_merge_sql("
+        "{% if execute %}{{ get_merge_sql("
         + target
         + ", "
         + source
@@ -189,7 +190,7 @@ def test_injection_attempts_fail_at_compile_time(dbt, expression, message):
     assert message in log, log[-1500:]
 
 
-MERGE = "spark__get_merge_sql: merge_delete_when rejected at "
+MERGE = "lakehouse__get_merge_sql: merge_delete_when rejected at "
 
 
 @pytest.mark.parametrize(

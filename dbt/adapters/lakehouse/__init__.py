@@ -6,7 +6,9 @@ What it adds to dbt-spark, and why:
   its first connection (connections.py), so plain `dbt` needs no Spark settings in profiles;
 - `adapter.try_execute(sql)` for Jinja (impl.py): a failed maintenance statement is reported,
   not raised, after a model's data has committed;
-- reading Spark 3.5's empty Thrift results with PyHive 0.7 (connections.py).
+- reading Spark 3.5's empty Thrift results with PyHive 0.7 (connections.py);
+- every macro override of dbt-spark, in dbt/include/lakehouse/macros/ (`lakehouse__*`, and the
+  incremental materialization with adapter='lakehouse').
 Macros dispatch to `lakehouse__*`, then dbt-spark's `spark__*`, then `default__*`.
 """
 

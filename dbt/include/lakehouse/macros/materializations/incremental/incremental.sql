@@ -1,3 +1,4 @@
+{#- Override: dbt-spark's full refresh drops an Iceberg table, history and all (dbt-adapters #1145). -#}
 {#- Project copy of dbt-spark 1.11's incremental materialization, changed in two places (marked
     "project"): a full refresh of an Iceberg table is an atomic `create or replace table`, as
     dbt-spark already does for Delta. dbt-spark drops the table first (dbt-adapters #1145): the
@@ -9,7 +10,7 @@
     And a fourth: a day the model recomputed (touched_days) that its overwrite left without
     any row is emptied (a partition overwrite replaces only the days it writes rows for).
     Everything else is dbt-spark's code; compare it with dbt-spark's when upgrading. -#}
-{% materialization incremental, adapter='spark', supported_languages=['sql', 'python'] -%}
+{% materialization incremental, adapter='lakehouse', supported_languages=['sql', 'python'] -%}
   {#-- Validate early so we don't run SQL if the file_format + strategy combo is invalid --#}
   {%- set raw_file_format = config.get('file_format', default='parquet') -%}
   {%- set raw_strategy = config.get('incremental_strategy') or 'append' -%}

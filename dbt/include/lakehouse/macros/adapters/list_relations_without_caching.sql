@@ -1,4 +1,5 @@
-{#- Project override of dbt-spark 1.11's relation listing: tell dbt which tables are Iceberg.
+{#- Override: dbt-spark sees an Iceberg table as Hive on the session catalog (dbt-adapters #489). -#}
+{#- dbt-spark 1.11's relation listing, changed: tell dbt which tables are Iceberg.
 
     With Iceberg's SparkSessionCatalog, `show table extended` answers through Spark's v1 Hive
     path and reports an Iceberg table as `Provider: hive` (its `Table Properties` hold
@@ -17,7 +18,7 @@
     the Iceberg tables: they are added from the service's listing, and for `docs generate`
     with the size and row count of main's snapshot (what `Statistics:` says for a Hive
     table). -#}
-{% macro spark__list_relations_without_caching(relation) %}
+{% macro lakehouse__list_relations_without_caching(relation) %}
     {%- set tables = dbt.spark__list_relations_without_caching(relation) -%}
     {%- set rows = [] -%}
     {%- for row in tables if (row[2] | string | lower) != 'true' -%}

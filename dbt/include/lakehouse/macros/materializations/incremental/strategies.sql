@@ -1,4 +1,5 @@
-{#- Project override of dbt-spark's merge, for two reasons:
+{#- Override: dbt-spark's merge writes `update set *`/`insert *` (fails on a dropped column), no delete. -#}
+{#- dbt-spark's merge, rewritten for two reasons:
 
     1. It names its columns. dbt-spark writes `update set *` and `insert *`, which need every
        target column in the incoming rows: a model that stops selecting a column (its table
@@ -12,11 +13,11 @@
        delete of an unknown key is a no-op).
     unique_key (one or a list), incremental_predicates, merge_update_columns and
     merge_exclude_columns behave as in dbt-spark; without a unique_key every row is inserted. -#}
-{% macro spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}
+{% macro lakehouse__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}
     {%- set delete_when = config.get('merge_delete_when') -%}
     {%- if delete_when -%}
         {#- rendered twice into the MERGE below: only a plain predicate may pass -#}
-        {%- do _safe_predicate(delete_when, 'spark__get_merge_sql', 'merge_delete_when') -%}
+        {%- do _safe_predicate(delete_when, 'lakehouse__get_merge_sql', 'merge_delete_when') -%}
         {%- if not unique_key -%}
             {{ exceptions.raise_compiler_error("merge_delete_when needs a unique_key to match rows on") }}
         {%- endif -%}

@@ -9,7 +9,8 @@
                           it with --full-refresh, or add a new column and backfill it.
     No data file is rewritten; snapshots before the change still read the old schema. Other
     file formats keep dbt-spark's behaviour. -#}
-{% macro spark__alter_relation_add_remove_columns(relation, add_columns, remove_columns) %}
+{#- Override: dbt-spark 1.11 refuses to drop a column on Iceberg (dbt-adapters #467). -#}
+{% macro lakehouse__alter_relation_add_remove_columns(relation, add_columns, remove_columns) %}
     {%- if config.get('file_format') != 'iceberg' -%}
         {{ return(dbt.spark__alter_relation_add_remove_columns(relation, add_columns, remove_columns)) }}
     {%- endif -%}
@@ -26,9 +27,10 @@
     {%- endif -%}
 {% endmacro %}
 
+{#- Override: dbt's default alters the table before a type Iceberg cannot widen fails it, midway. -#}
 {#- Every type change is checked before any column is added or dropped: a change Iceberg
     cannot make in place fails the model with the table untouched. -#}
-{% macro spark__sync_column_schemas(on_schema_change, target_relation, schema_changes_dict) %}
+{% macro lakehouse__sync_column_schemas(on_schema_change, target_relation, schema_changes_dict) %}
     {%- if config.get('file_format') == 'iceberg' and on_schema_change == 'sync_all_columns' -%}
         {%- set current = {} -%}
         {%- for column in adapter.get_columns_in_relation(target_relation) -%}
@@ -46,10 +48,26 @@
     {{ return(dbt.default__sync_column_schemas(on_schema_change, target_relation, schema_changes_dict)) }}
 {% endmacro %}
 
+{#- Override: dbt-spark's `alter column` statement is refused by Iceberg unless it widens. -#}
 {#- A widening (checked above): Iceberg's in-place type promotion. -#}
-{% macro spark__alter_column_type(relation, column_name, new_column_type) %}
+{% macro lakehouse__alter_column_type(relation, column_name, new_column_type) %}
     {%- if config.get('file_format') != 'iceberg' -%}
         {{ return(dbt.spark__alter_column_type(relation, column_name, new_column_type)) }}
     {%- endif -%}
     {%- do run_query('alter table ' ~ relation ~ ' alter column ' ~ adapter.quote(column_name) ~ ' type ' ~ new_column_type) -%}
+{% endmacro %}
+
+{#- Whether Iceberg changes `current` to `wanted` in place (metadata only): int or integer -> bigint,
+    float -> double, decimal(P,S) -> decimal(P2,S) with P2 > P. Also used by the project's
+    widen_column operation (macros/schema_evolution/). -#}
+{% macro _iceberg_widens(current, wanted) %}
+    {%- set current = current | lower | replace(' ', '') -%}
+    {%- set wanted = wanted | lower | replace(' ', '') -%}
+    {%- set allowed = {'int': ['bigint'], 'integer': ['bigint'], 'float': ['double']} -%}
+    {%- if current.startswith('decimal(') and wanted.startswith('decimal(') -%}
+        {%- set was = current[8:-1].split(',') -%}
+        {%- set now = wanted[8:-1].split(',') -%}
+        {{ return(now[1] | int == was[1] | int and now[0] | int > was[0] | int) }}
+    {%- endif -%}
+    {{ return(wanted in allowed.get(current, [])) }}
 {% endmacro %}

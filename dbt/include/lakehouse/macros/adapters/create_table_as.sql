@@ -1,10 +1,11 @@
-{#- Project copy of dbt-spark 1.11's spark__create_table_as, changed where marked "project":
+{#- Override: in a write-audit-publish run, dbt-spark's `create or replace table` would drop main too. -#}
+{#- Copy of dbt-spark 1.11's spark__create_table_as, changed where marked "project":
     inside a write-audit-publish run, an Iceberg table that exists is not replaced but
     emptied and refilled on the run's branch. Iceberg's `create or replace table` drops every
     ref of the table (main included): readers would see an empty table until the publish, and
     a red run could not leave main as it was. The replace keeps the table's schema and
     partitioning (a change of them needs a run with var write_audit_publish: false). -#}
-{%- macro spark__create_table_as(temporary, relation, compiled_code, language='sql') -%}
+{%- macro lakehouse__create_table_as(temporary, relation, compiled_code, language='sql') -%}
   {%- if language == 'sql' -%}
     {%- if temporary -%}
       {{ create_temporary_view(relation, compiled_code) }}
@@ -40,7 +41,8 @@
   {%- endif -%}
 {%- endmacro -%}
 
-{#- An Iceberg table that exists, in a run writing on a branch. -#}
+{#- Whether lakehouse__create_table_as refills: an Iceberg table that exists, in a run writing on
+    a branch (wap_active_branch is the project's, macros/write_audit_publish/). -#}
 {% macro _wap_refill(relation) %}
     {%- if not execute or config.get('file_format') != 'iceberg' or not wap_active_branch() -%}
         {{ return(false) }}
@@ -49,9 +51,10 @@
     {{ return(existing is not none and not existing.is_view) }}
 {% endmacro %}
 
+{#- Override: dbt-spark omits write.wap.enabled, without which Iceberg ignores the run's branch. -#}
 {#- project: every Iceberg table takes part in write-audit-publish when a run asks for it
     (write.wap.enabled does nothing until a session sets spark.wap.branch). -#}
-{% macro spark__tblproperties_clause() -%}
+{% macro lakehouse__tblproperties_clause() -%}
   {%- set tblproperties = dict(config.get('tblproperties') or {}) -%}
   {%- if config.get('file_format') == 'iceberg' -%}
     {%- do tblproperties.setdefault('write.wap.enabled', 'true') -%}

@@ -1,4 +1,5 @@
-{#- Project override: a view re-run with new SQL serves the new SQL.
+{#- Override: `create or replace view` keeps serving the old SQL on this catalog (apache/iceberg #14557). -#}
+{#- A view re-run with new SQL serves the new SQL.
 
     On this catalog (Iceberg's SparkSessionCatalog over a Hive metastore) `create or replace
     view` of an existing view rewrites Iceberg's view metadata, but reads come through the
@@ -7,7 +8,7 @@
     differs from the model's is therefore dropped first, and created anew with dbt-spark's
     SQL; a view whose text is unchanged is replaced as before, so a scheduled run never leaves
     readers without it. -#}
-{% macro spark__create_view_as(relation, sql) -%}
+{% macro lakehouse__create_view_as(relation, sql) -%}
     {%- if execute and _view_text_changed(relation, sql) -%}
         {%- do run_query('drop view if exists ' ~ relation) -%}
     {%- endif -%}

@@ -1,10 +1,11 @@
-{#- Project override of dbt-spark's seed load. dbt-spark passes each cell as a binding, and its
+{#- Override: dbt-spark binds each seed cell as '<value>', so an empty cell is 'None' (dbt-adapters #487). -#}
+{#- dbt-spark's seed load, rewritten. dbt-spark passes each cell as a binding, and its
     `session` method formats every binding as '<value>': an empty cell became the string
     'None' instead of null (dbt-adapters #487), a quote in a cell broke the statement and
     large integers went through a float. Here each cell is written as a SQL literal: empty
     cells null, numbers as written, text escaped, dates and times as text cast to the column's
     type. The same SQL runs on every target. -#}
-{% macro spark__load_csv_rows(model, agate_table) %}
+{% macro lakehouse__load_csv_rows(model, agate_table) %}
     {%- set column_override = model['config'].get('column_types', {}) -%}
     {%- set types = [] -%}
     {%- for name in agate_table.column_names -%}
