@@ -80,23 +80,19 @@ compared as (
         )
 ),
 
+-- one pass over the compared rows (a CTE read four times is computed four times): each row
+-- becomes its images, an update two of them
 images as (
-    {%- for change_type, side, kinds in [
-        ('delete', 'before', ['delete']),
-        ('update_before', 'before', ['update']),
-        ('update_after', 'after', ['update']),
-        ('insert', 'after', ['insert'])] %}
-    select
-        '{{ change_type }}' as _change_type,
-        {%- for column in image %}
-        {{ side }}_{{ column }} as {{ column }},
-        {%- endfor %}
-        _change_load_id,
-        _change_source_lsn
+    select image.*, _change_load_id, _change_source_lsn
     from compared
-    where kind = '{{ kinds[0] }}'
-    {{- '\n    union all' if not loop.last }}
-    {%- endfor %}
+    lateral view explode(
+        case kind
+            when 'delete' then array({{ _change_image('delete', 'before', image) }})
+            when 'update' then array({{ _change_image('update_before', 'before', image) }},
+                                     {{ _change_image('update_after', 'after', image) }})
+            else array({{ _change_image('insert', 'after', image) }})
+        end
+    ) images_of_the_row as image
 )
 
 select
@@ -108,6 +104,12 @@ select
     cast({{ base.head }} as bigint) as _state_snapshot_id,
     current_timestamp() as _recorded_at
 from images
+{%- endmacro %}
+
+{#- One image of a compared row: its change type and one side's columns, as a struct -#}
+{% macro _change_image(change_type, side, image) -%}
+    named_struct('_change_type', '{{ change_type }}'
+        {%- for column in image %}, '{{ column }}', {{ side }}_{{ column }}{% endfor %})
 {%- endmacro %}
 
 {#- A dimension's columns as its view shows them: the image a changelog records -#}

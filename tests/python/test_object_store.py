@@ -179,7 +179,8 @@ class SchedulerRun:
     # own (embedded Derby admits one process); its output read as it comes (a full pipe
     # would stall it) and kept for the failure message
     def __init__(self, args):
-        node = {**os.environ, "LAKEHOUSE_METASTORE_DIR": str(data.root / "scheduler-metastore")}
+        node = {**os.environ, "LAKEHOUSE_METASTORE_DIR": str(data.root / "scheduler-metastore"),
+                "LAKEHOUSE_JIT": "quick"}  # one command: C2's compiling would be wasted
         self.process = subprocess.Popen(
             [sys.executable, "-c", "import sys; from scripts.tasks import run_dbt;"
              " raise SystemExit(run_dbt('s3', sys.argv[1:]))", *args],

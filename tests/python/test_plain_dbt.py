@@ -46,6 +46,7 @@ class PlainDbt:
         env.update(
             LAKEHOUSE_DATA_DIR=str(self.data),
             LAKEHOUSE_DRIVER_MEMORY="1g",  # beside pytest's own JVM
+            LAKEHOUSE_JIT="quick",  # one command on small data: C2's compiling is wasted
             DBT_TARGET_PATH=str(self.target_path),
             DBT_LOG_PATH=str(self.data / "logs"),
             # The shared venv may be an editable install of another checkout: put this one
@@ -141,6 +142,7 @@ def test_dagster_runs_the_scheduled_build_and_publishes_what_plain_dbt_builds(
         monkeypatch.delenv(name)
     monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(data))
     monkeypatch.setenv("LAKEHOUSE_DRIVER_MEMORY", "1g")  # beside pytest's own JVM
+    monkeypatch.setenv("LAKEHOUSE_JIT", "quick")
     monkeypatch.setenv("PYTHONPATH", str(PROJECT_DIR))
     (data / "dagster_home").mkdir()
     instance = DagsterInstance.local_temp(str(data / "dagster_home"))  # SQLite storage

@@ -32,6 +32,19 @@ def test_conf_points_at_a_real_iceberg_runtime_and_loopback(monkeypatch, tmp_pat
     assert str(tmp_path / "metastore") in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
 
 
+def test_lakehouse_jit_quick_compiles_with_c1_only_and_an_unknown_value_is_refused(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("LAKEHOUSE_JIT", raising=False)
+    assert "TieredStopAtLevel" not in spark_conf("ci")["spark.driver.extraJavaOptions"]
+    monkeypatch.setenv("LAKEHOUSE_JIT", "quick")
+    assert "-XX:TieredStopAtLevel=1" in spark_conf("ci")["spark.driver.extraJavaOptions"]
+    monkeypatch.setenv("LAKEHOUSE_JIT", "fast")
+    with pytest.raises(ValueError, match="LAKEHOUSE_JIT='fast'"):
+        spark_conf("ci")
+
+
 def test_each_location_can_be_overridden(monkeypatch, tmp_path):
     monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(tmp_path / "root"))
     monkeypatch.setenv("LAKEHOUSE_LANDING_DIR", str(tmp_path / "elsewhere"))
