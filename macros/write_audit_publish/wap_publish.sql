@@ -101,10 +101,16 @@
     {%- set names = candidates | map(attribute='relation') | map('string') | list -%}
     {%- if not names -%}{{ return([]) }}{%- endif -%}
     {%- set hour_ms = 3600000 -%}
+    {#- in milliseconds from the hours (or days) as given: 0.5 h is 1,800,000 ms, not 0 -#}
+    {%- set run_tag_ms = (var('wap_run_tag_retention_hours', var('snapshot_retention_hours', 72)) | float * hour_ms) | int -%}
+    {%- set day_tag_ms = (var('wap_daily_tag_retention_days', 30) | float * 24 * hour_ms) | int -%}
+    {%- if run_tag_ms <= 0 or day_tag_ms <= 0 -%}
+        {{ return([{'stop': "the tags of run " ~ lock.load_id ~ " need a retention above 0 (vars wap_run_tag_retention_hours or snapshot_retention_hours, and wap_daily_tag_retention_days): main left untouched"}]) }}
+    {%- endif -%}
     {%- set call = "select reflect('lakehouse.Publish', 'publishAll', '" ~ (names | join(',')) ~ "', '" ~ branch
-        ~ "', 'run_" ~ lock.load_id ~ "', cast(" ~ (var('wap_run_tag_retention_hours', var('snapshot_retention_hours', 72)) | int) * hour_ms ~ " as bigint)"
+        ~ "', 'run_" ~ lock.load_id ~ "', cast(" ~ run_tag_ms ~ " as bigint)"
         ~ ", 'day_" ~ modules.datetime.datetime.utcnow().strftime('%Y%m%d') ~ "', cast("
-        ~ (var('wap_daily_tag_retention_days', 30) | int) * 24 * hour_ms ~ " as bigint), '" ~ (expired | join(',')) ~ "') from values (1)" -%}
+        ~ day_tag_ms ~ " as bigint), '" ~ (expired | join(',')) ~ "') from values (1)" -%}
     {%- set done = _maintenance_execute(call) -%}
     {%- if done.error -%}
         {{ return([{'stop': "the publish of " ~ names[0] ~ " to " ~ branch ~ " failed, main left untouched: " ~ done.error}]) }}

@@ -111,8 +111,14 @@ def test_a_green_run_creates_its_tables_on_the_branch_then_publishes_and_tags_th
         if "OK created" in message and "ods_client__events" in message:
             seen_during_run["ods"] = warehouse.main("ods.ods_client__events")
 
-    run = warehouse.build(on_message=on_message)
+    # a run tag kept under an hour: 0.5 h is 1,800,000 ms (once cast to 0, refused by Iceberg)
+    run = warehouse.build(on_message=on_message, wap_run_tag_retention_hours=0.5)
     load_id = load_id_of(run)
+    kept_ms = warehouse.reader.sql(
+        f"select max_reference_age_in_ms from {PREFIX}dws.dws_user__daily.refs"
+        f" where name = 'run_{load_id}'"
+    ).first()[0]
+    assert kept_ms == 1_800_000
     # created inside the run: the table had no main, readers saw no row of it
     assert seen_during_run["ods"][:2] == (None, 0)
     for table in TABLES:
