@@ -12,10 +12,9 @@
     inputs are published too), and the next run redoes the rest from main.
     Each outcome is a row of ops.wap_runs (`dbt run-operation published_runs`). -#}
 {% macro wap_publish() %}
-    {%- if not execute or not run_takes_lock() or not wap_requested()
-          or load_relation(run_lock_relation()) is none -%}{{ return('') }}{%- endif -%}
+    {%- if not execute or not run_takes_lock() or not wap_requested() -%}{{ return('') }}{%- endif -%}
     {%- set lock = _run_lock_state() -%}
-    {%- if lock.holder != invocation_id -%}{{ return('') }}{%- endif -%}
+    {%- if lock.missing or lock.holder != invocation_id -%}{{ return('') }}{%- endif -%}
     {%- do run_query('reset spark.wap.branch') -%}  {#- from here on this run writes main -#}
     {%- set branch = wap_branch_of(lock.load_id) -%}
     {%- set candidates = _wap_candidates() -%}

@@ -80,7 +80,6 @@
 {#- The branch of the run this invocation holds the lock for, or none (no lock table, or
     another holder: e.g. a project that does not take the lock). -#}
 {% macro _wap_run_branch() %}
-    {%- if load_relation(run_lock_relation()) is none -%}{{ return(none) }}{%- endif -%}
     {%- set lock = _run_lock_state() -%}
-    {{ return(wap_branch_of(lock.load_id) if lock.holder == invocation_id else none) }}
+    {{ return(wap_branch_of(lock.load_id) if not lock.missing and lock.holder == invocation_id else none) }}
 {% endmacro %}

@@ -179,8 +179,7 @@ class SchedulerRun:
     # own (embedded Derby admits one process); its output read as it comes (a full pipe
     # would stall it) and kept for the failure message
     def __init__(self, args):
-        node = {**os.environ, "LAKEHOUSE_METASTORE_DIR": str(data.root / "scheduler-metastore"),
-                "LAKEHOUSE_JIT": "quick"}  # one command: C2's compiling would be wasted
+        node = {**os.environ, "LAKEHOUSE_METASTORE_DIR": str(data.root / "scheduler-metastore")}
         self.process = subprocess.Popen(
             [sys.executable, "-c", "import sys; from scripts.tasks import run_dbt;"
              " raise SystemExit(run_dbt('s3', sys.argv[1:]))", *args],
@@ -212,7 +211,10 @@ class SchedulerRun:
         return None
 
     def output(self):
-        return "".join(self.lines)[-3000:]
+        # the tail, and any line saying why a JVM ended (it may lie far above the tail)
+        fatal = [line for line in self.lines
+                 if re.search(r"fatal error|hs_err|OutOfMemory|Killed|SIG[A-Z]+ ", line)]
+        return "".join(fatal[:20]) + "".join(self.lines)[-3000:]
 
     def end_after_the_store_died(self):
         # the run fails on its own, or its scheduler kills it; the scheduler then ends what is

@@ -107,7 +107,15 @@ class LakehouseAdapter(SparkAdapter):
 
         try:
             emitted = [n for n in nodes.values() if n.get("resource_type") in lineage.EMITTED]
-            schemas = {n["schema"] for n in nodes.values() if n.get("schema")}
+            # list only the schemas of what ran and what it read: `dbt run -s model` lists
+            # two schemas, not every schema of the project
+            ran = [
+                r.node.unique_id
+                for r in results
+                if r.node.resource_type in lineage.EMITTED and r.node.unique_id in nodes
+            ]
+            involved = set(ran).union(*(lineage.tables_read(u, nodes) for u in ran))
+            schemas = {nodes[u]["schema"] for u in involved if nodes[u].get("schema")}
             locations = self._table_locations(sorted(schemas))
 
             def locate(schema: str, table: str) -> str | None:
