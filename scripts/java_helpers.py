@@ -4,7 +4,9 @@ Spark SQL cannot see names that start with "_" or ".", so the landing loader ask
 directly whether a batch folder holds its `_SUCCESS` marker, through
 `reflect('lakehouse.LandingFolders', 'isComplete', folder)`, and lists only the batch folders
 changed since the last load (`changedFolders`). Spark 3.5 SQL cannot put a property in a
-snapshot summary either: `SnapshotSummary.stamp` does, for the completeness watermark. The
+snapshot summary either: `SnapshotSummary.stamp` does, for the completeness watermark. Small
+writes a run makes every time go through Iceberg's API too, a file and a commit without a
+Spark job: the run lock's row (`RunLock`), the maintenance log's rows (`AppendRows`). The
 source is compiled with the JDK's javac against the pyspark jars and the Iceberg runtime the
 first time a session needs it (a few seconds), into `build/`; a changed source is recompiled.
 """

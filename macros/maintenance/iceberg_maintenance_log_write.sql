@@ -1,37 +1,27 @@
 {#- Append rows to the maintenance log, an Iceberg table (var maintenance_log_schema,
     default `ops`, with the schema prefix; declared as the dbt source
-    maintenance.maintenance_log), in one insert (one commit); the table is created on the
-    first failed insert. Never raises: returns '' or the error text. Off with
+    maintenance.maintenance_log), in one commit of one data file (lakehouse.AppendRows in
+    scripts/java: an `insert ... values` cost a Spark job per model); the table is created when
+    the first write finds none. Never raises: returns '' or the error text. Off with
     --vars '{maintenance_log: false}'. -#}
 {% macro iceberg_maintenance_log_write(rows) %}
     {%- if not (var('maintenance_log', true) | string | lower in ['true', '1', 'yes']) -%}{{ return('') }}{%- endif -%}
     {%- set relation = iceberg_maintenance_log_relation() -%}
-    {%- set insert -%}
-        insert into {{ relation }} values
-        {%- for row in rows %}
-        (
-            {{ _maintenance_literal(invocation_id) }}, current_timestamp(),
-            {%- for column in ['table_name', 'trigger', 'snapshot_id', 'decision_read', 'decision_seconds', 'total_seconds',
-                               'data_files_before', 'data_files_after', 'bytes_before', 'bytes_after',
-                               'delete_files_before', 'delete_files_after', 'records_before', 'records_after',
-                               'manifests_before', 'manifests_after', 'snapshots_before', 'snapshots_after',
-                               'actions', 'steps_run', 'step_seconds', 'conflicts', 'errors', 'outcome'] %}
-            {{ _maintenance_literal(row.get(column)) }}{{ ',' if not loop.last }}
-            {%- endfor %}
-        ){{ ',' if not loop.last }}
-        {%- endfor %}
-    {%- endset -%}
-    {%- if adapter.try_execute is not defined -%}
-        {#- without try_execute a failed insert would raise: create the table first -#}
-        {%- do run_query('create schema if not exists ' ~ relation.schema) -%}
-        {%- do run_query(iceberg_maintenance_log_ddl(relation)) -%}
-    {%- endif -%}
-    {%- set written = _maintenance_execute(insert) -%}
-    {%- if written.error and ('TABLE_OR_VIEW_NOT_FOUND' in written.error or 'SCHEMA_NOT_FOUND' in written.error) -%}
+    {%- set logged_at = modules.datetime.datetime.utcnow().isoformat() -%}
+    {%- set logged = [] -%}
+    {%- for row in rows -%}
+        {%- set entry = {'run_id': invocation_id, 'logged_at': logged_at} -%}
+        {%- do entry.update(row) -%}
+        {%- do logged.append(entry) -%}
+    {%- endfor -%}
+    {%- set append = "select reflect('lakehouse.AppendRows', 'append', '" ~ relation ~ "', "
+        ~ _maintenance_literal(tojson(logged)) ~ ") from values (1)" -%}
+    {%- set written = _maintenance_execute(append) -%}
+    {%- if not written.error and written.table.rows[0][0] == 'missing' -%}
         {%- set created = _maintenance_execute('create schema if not exists ' ~ relation.schema) -%}
         {%- set created = _maintenance_execute(iceberg_maintenance_log_ddl(relation)) -%}
         {%- if created.error -%}{{ return(created.error) }}{%- endif -%}
-        {%- set written = _maintenance_execute(insert) -%}
+        {%- set written = _maintenance_execute(append) -%}
     {%- endif -%}
     {{ return(written.error or '') }}
 {% endmacro %}

@@ -99,9 +99,10 @@ class LakehouseAdapter(SparkAdapter):
     @available
     def emit_lineage(self, results: list[Any], nodes: dict[str, Any], catalog: str) -> str:
         """OpenLineage events for this invocation's models and snapshots (lineage.py): their
-        tables' locations read with one `show table extended` per schema (and `describe
-        table extended` of a table the listing shows no location for: every table of a REST
-        catalog). Returns '' or why nothing was sent: lineage never fails a run."""
+        tables' locations from dbt's relation cache, else one `show table extended` per
+        schema (and `describe table extended` of a table the listing shows no location for:
+        every table of a REST catalog). Returns '' or why nothing was sent: lineage never
+        fails a run."""
         from dbt.adapters.lakehouse import lineage
         from scripts.spark_config import DataPaths
 
@@ -115,8 +116,16 @@ class LakehouseAdapter(SparkAdapter):
                 if r.node.resource_type in lineage.EMITTED and r.node.unique_id in nodes
             ]
             involved = set(ran).union(*(lineage.tables_read(u, nodes) for u in ran))
-            schemas = {nodes[u]["schema"] for u in involved if nodes[u].get("schema")}
-            locations = self._table_locations(sorted(schemas))
+            tables = {
+                (nodes[u]["schema"].lower(), lineage.table_name(nodes[u]).lower())
+                for u in involved
+                if nodes[u].get("schema")
+            }
+            # dbt's relation cache holds the listings it made at the run's start: list again
+            # only a schema with a table it lacks (created by this run, or a REST catalog's)
+            locations = self._cached_locations({schema for schema, _ in tables})
+            unlisted = {schema for schema, table in tables if (schema, table) not in locations}
+            locations.update(self._table_locations(sorted(unlisted)))
 
             def locate(schema: str, table: str) -> str | None:
                 key = (schema.lower(), table.lower())
@@ -137,6 +146,18 @@ class LakehouseAdapter(SparkAdapter):
         except Exception as error:  # lineage is a report, not part of the run
             return " ".join(str(error).split())[:500] or type(error).__name__
         return ""
+
+    def _cached_locations(self, schemas: set[str]) -> dict[tuple[str, str], str]:
+        """{(schema, table): location} of the tables in `schemas` that dbt's relation cache
+        holds with their listing's `Location` line."""
+        found: dict[tuple[str, str], str] = {}
+        for schema in schemas:
+            for relation in self.cache.get_relations(None, schema):
+                listing = getattr(relation, "information", None) or ""
+                location = re.search(r"^Location: (.+)$", listing, re.MULTILINE)
+                if location and relation.identifier:
+                    found[(schema, relation.identifier.lower())] = location[1].strip()
+        return found
 
     def _table_locations(self, schemas: list[str]) -> dict[tuple[str, str], str]:
         """{(schema, table): location} of every table in `schemas`, one listing each; ''

@@ -36,6 +36,11 @@ def dataset_name(location: str) -> tuple[str, str]:
     return f"{scheme}://{parsed.netloc}", parsed.path.strip("/")
 
 
+def table_name(node: Mapping[str, Any]) -> str:
+    """The table a model, snapshot, seed or source node names in its schema."""
+    return node.get("alias") or node.get("identifier") or node["name"]
+
+
 def tables_read(unique_id: str, nodes: Mapping[str, Any]) -> list[str]:
     """The tables (models, snapshots, seeds, sources) a node reads, through ephemeral models."""
     found: list[str] = []
@@ -63,7 +68,7 @@ def events(
 
     def dataset(unique_id: str, kind: type) -> Any:
         node = nodes[unique_id]
-        table = node.get("alias") or node.get("identifier") or node["name"]
+        table = table_name(node)
         location = locate(node["schema"], table)
         if location is None:
             return None

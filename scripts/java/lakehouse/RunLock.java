@@ -7,16 +7,13 @@ import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
-import java.util.UUID;
 import org.apache.iceberg.DataFile;
-import org.apache.iceberg.DataFiles;
-import org.apache.iceberg.FileFormat;
 import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.OverwriteFiles;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.data.GenericAppenderFactory;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
 import org.apache.iceberg.data.Record;
@@ -24,8 +21,6 @@ import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.expressions.Expressions;
 import org.apache.iceberg.io.CloseableIterable;
-import org.apache.iceberg.io.FileAppender;
-import org.apache.iceberg.io.OutputFile;
 import org.apache.iceberg.spark.Spark3Util;
 import org.apache.iceberg.types.Types;
 
@@ -127,24 +122,8 @@ public final class RunLock {
   /** Replaces the row {@code before} read with {@code after} in one commit validated against
    * the snapshot it was read from: false when another commit came first (nothing changed). */
   private static boolean replace(Table table, Held before, Held after) throws Exception {
-    OutputFile out =
-        table
-            .io()
-            .newOutputFile(
-                table.locationProvider().newDataLocation("run-lock-" + UUID.randomUUID() + ".parquet"));
-    FileAppender<Record> appender =
-        new GenericAppenderFactory(table.schema()).newAppender(out, FileFormat.PARQUET);
-    try {
-      appender.add(after.record(table));
-    } finally {
-      appender.close();
-    }
     DataFile written =
-        DataFiles.builder(table.spec())
-            .withInputFile(out.toInputFile())
-            .withMetrics(appender.metrics())
-            .withFormat(FileFormat.PARQUET)
-            .build();
+        DataFileWriter.write(table, "run-lock", Collections.singletonList(after.record(table)));
     OverwriteFiles overwrite = table.newOverwrite();
     for (DataFile file : before.files) {
       overwrite.deleteFile(file);
