@@ -4,10 +4,11 @@
     last load id handed out. Acquiring replaces that row in one Iceberg commit validated
     against the snapshot the decision read (lakehouse.RunLock in scripts/java, Spark's
     serializable isolation without a MERGE's two jobs): when two runs race, one commit wins
-    and the other fails validation, so exactly one holds the lock. Each acquisition hands out the next load id: load ids only grow, and every ODS row a
-    run writes carries its run's id, so models below ODS select new rows by load id instead of
-    by a clock. A run that dies keeps the lock until its lease ends (var run_lock_ttl_minutes);
-    an operator may end it early with `dbt run-operation release_run_lock --args '{holder: <id>}'`. -#}
+    and the other fails validation, so exactly one holds the lock. Each acquisition hands out
+    the next load id: load ids only grow, and every ODS row a run writes carries its run's id,
+    so models below ODS select new rows by load id instead of by a clock. A run that dies
+    keeps the lock until its lease ends (var run_lock_ttl_minutes); an operator may end it
+    early with `dbt run-operation release_run_lock --args '{holder: <id>}'`. -#}
 
 {% macro run_lock_relation() %}
     {{ return(api.Relation.create(schema=generate_schema_name('ops', none), identifier='run_lock', type='table')) }}

@@ -226,10 +226,14 @@
 {% macro wap_fail_unpublished() %}
     {%- if not execute or not run_takes_lock() or not wap_requested() -%}{{ return('') }}{%- endif -%}
     {%- set runs = wap_runs_relation() -%}
-    {#- dbt's relation cache does not know a table this run created (a warehouse's first run):
-        trusting it alone let a stopped publish end green -#}
-    {%- if not adapter.per_invocation(invocation_id ~ ':wap_runs_ready') and load_relation(runs) is none -%}{{ return('') }}{%- endif -%}
-    {%- set rows = run_query("select status, message from " ~ runs ~ " where invocation_id = '" ~ invocation_id ~ "'").rows -%}
+    {#- read, not looked up: dbt's relation cache does not know a table this run created (a
+        warehouse's first run), and trusting it let a stopped publish end green -#}
+    {%- set read = _maintenance_execute("select status, message from " ~ runs ~ " where invocation_id = '" ~ invocation_id ~ "'") -%}
+    {%- if read.error and ('TABLE_OR_VIEW_NOT_FOUND' in read.error or 'SCHEMA_NOT_FOUND' in read.error) -%}{{ return('') }}{%- endif -%}
+    {%- if read.error -%}
+        {{ exceptions.raise_database_error("write-audit-publish: this run's record could not be read: " ~ read.error) }}
+    {%- endif -%}
+    {%- set rows = read.table.rows -%}
     {%- if rows and (rows[0][0] == 'conflict' or rows[0][1].startswith('maintenance failed')) -%}
         {{ exceptions.raise_database_error("write-audit-publish: " ~ rows[0][1]) }}
     {%- endif -%}
