@@ -148,6 +148,12 @@ def commit() -> str:
     return done.stdout.strip() or "unknown"
 
 
+# Two workers, a file each at a time (conftest.py groups them). With C1 only
+# (LAKEHOUSE_JIT=quick) a build's JVM leaves the second core mostly idle, which the other
+# worker uses: see docs/testing.md.
+PYTEST_WORKERS = ["-n", os.environ.get("LAKEHOUSE_TEST_WORKERS", "2"), "--dist", "loadgroup"]
+
+
 def test() -> int:
     """pytest, with the linters running beside it. A fresh `dbt build` of every layer is one
     of the tests (test_plain_dbt), so no build runs after pytest. Leaves pytest's JUnit report
@@ -159,7 +165,12 @@ def test() -> int:
     JUNIT.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="lakehouse-lint-") as scratch, LoadSampler() as load:
         linting = lint_beside(scratch)
-        code = run([os.path.join(bin_dir, "pytest"), f"--junitxml={JUNIT}"])
+        for stale in JUNIT.parent.glob("dbt-invocations*.jsonl"):
+            stale.unlink()
+        code = run(
+            [os.path.join(bin_dir, "pytest"), f"--junitxml={JUNIT}", *PYTEST_WORKERS],
+            env={"LAKEHOUSE_JIT": os.environ.get("LAKEHOUSE_JIT", "quick")},
+        )
         pytest_seconds = time.monotonic() - started
         if code == 5:
             print("pytest collected no tests: that is a failure here", file=sys.stderr)

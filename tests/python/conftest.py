@@ -27,13 +27,38 @@ class DbtRun:
     log: str  # every message dbt emitted, errors included
 
 
+# `lakehouse test` runs two pytest workers (pytest-xdist, `--dist loadgroup`), each with its
+# own session, data folder and dbt target/. A file is one group: its module fixtures build
+# once. The two files on the `s3` target's services (one set per worker) share a group.
+# The longest groups are handed out first, so no worker is left with one at the end.
+GROUPS = {"test_object_store.py": "store", "test_cluster.py": "store"}
+LONGEST_FIRST = [
+    "test_object_store.py",
+    "test_cluster.py",
+    "test_plain_dbt.py",
+    "test_write_audit_publish.py",
+    "test_crash_recovery.py",
+    "test_exactly_once.py",
+    "test_warehouse.py",
+    "test_dimension_state.py",
+]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Cluster tests last: they reuse the landing folder test_warehouse fills batch by batch
-    (landing it first would hand test_warehouse's first build every batch at once)."""
-    items.sort(key=lambda item: item.path.name == "test_cluster.py")
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(GROUPS.get(item.path.name, item.path.name)))
+
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: a file's tests keep their order
 
 
-INVOCATIONS = PROJECT_DIR / "target" / "dbt-invocations.jsonl"
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1"; "" without workers
+INVOCATIONS = PROJECT_DIR / "target" / f"dbt-invocations{'-' + WORKER if WORKER else ''}.jsonl"
+# the checkout's project: each worker its own target/ (partial parse, compiled SQL)
+PROJECT_TARGET = ["--target-path", str(PROJECT_DIR / "target" / WORKER)] if WORKER else []
 
 
 def record_invocation(args: list[str], seconds: float) -> None:
@@ -106,7 +131,8 @@ def dbt(spark: SparkSession):
         try:
             # no manifest.json / run_results.json: a test reads dbt's result object, and
             # writing the 1 MB manifest costs a quarter of a small command's time
-            outcome = runner.invoke([*args, "--target", "ci", "--no-write-json"])
+            own_target = [] if "--project-dir" in args else PROJECT_TARGET
+            outcome = runner.invoke([*args, "--target", "ci", "--no-write-json", *own_target])
         finally:
             record_invocation(args, time.monotonic() - started)
             os.environ["LAKEHOUSE_LANDING_DIR"] = saved

@@ -19,7 +19,10 @@ def running_store(data: Path) -> Iterator[tuple]:
     """Running services, and the environment a process of the `s3` target needs (only that:
     pytest's own LAKEHOUSE_* settings, its landing folder above all, must not leak into it)."""
     keys = {"AWS_ACCESS_KEY_ID": "lakehouse-test", "AWS_SECRET_ACCESS_KEY": secrets.token_hex(16)}
-    settings = services.on_free_ports(data / "services")
+    # each pytest worker (PYTEST_XDIST_WORKER gw0, gw1) searches ports of its own: two
+    # starting at once must not both find the same ones free
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:] or 0)
+    settings = services.on_free_ports(data / "services", first=21000 + 2000 * worker)
     env = {"LAKEHOUSE_DATA_DIR": str(data), **keys, **settings.process_env()}
     saved = {name: os.environ.get(name) for name in keys}
     os.environ.update(keys)  # this process signs its S3 calls with them too

@@ -7,8 +7,8 @@ the Thrift server, then stop the cluster and prove no process and no port is lef
 
 The services are the test run's one set (the `store` fixture), test_object_store.py's too: the
 cluster's schemas carry their own prefix (var schema_prefix) beside that file's. Both builds
-read this test run's landing folder (test_warehouse's three batches; landed here when run
-alone), copied as it is into the landing bucket for the cluster. The cluster build runs in its
+read one landing folder (test_warehouse's three batches, landed here), copied as it is
+into the landing bucket for the cluster. The cluster build runs in its
 own process, a Thrift client (no JVM there); the local build is the same project on this test
 run's session, under its own schemas: the process boundary is not what it proves, and a JVM of
 its own cost a minute."""
@@ -107,10 +107,11 @@ def digest(columns: list[str]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def landing(data_dir) -> Path:
-    """This run's landing folder: test_warehouse's batches, or the same ones landed here."""
-    land(data_dir, SCALE.batches)  # leaves batches already landed untouched
-    return data_dir / "landing"
+def landing(tmp_path_factory) -> Path:
+    """test_warehouse's three batches (its scale and seed), landed in a folder of their own."""
+    folder = tmp_path_factory.mktemp("cluster_data")
+    land(folder, SCALE.batches)
+    return folder / "landing"
 
 
 @pytest.fixture(scope="module")
