@@ -15,6 +15,7 @@ its own per run.
 """
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -57,17 +58,23 @@ project = DbtProject(
 )
 DBT = str(Path(sys.executable).with_name("dbt"))  # the venv's, whatever PATH holds
 # `dbt parse` at every load (no connection, a few seconds, partial): a manifest kept from an
-# earlier checkout lacks the models added since, and dagster-dbt fails on their events
-DbtCliResource(project_dir=project, dbt_executable=DBT).cli(
-    ["parse", "--quiet"], target_path=project.target_path
-).wait()
+# earlier checkout lacks the models added since, and dagster-dbt fails on their events. Two
+# processes loading at once (a code server and `dagster definitions validate`, two pytest
+# workers) take turns: one must not read the manifest the other is writing.
+(PROJECT_DIR / project.target_path).mkdir(parents=True, exist_ok=True)
+with open(PROJECT_DIR / project.target_path / "parse.lock", "w") as turn:
+    fcntl.flock(turn, fcntl.LOCK_EX)  # released when the file closes
+    DbtCliResource(project_dir=project, dbt_executable=DBT).cli(
+        ["parse", "--quiet"], target_path=project.target_path
+    ).wait()
+    MANIFEST = json.loads(project.manifest_path.read_text())
 
 # dagster-dbt resolves the selector's `path:` methods from the working directory: from any
 # other folder the selector matches nothing (no asset, no error)
 with contextlib.chdir(PROJECT_DIR):
     # select="": dagster-dbt would add `--select fqn:*`, and an explicit selection turns
     # write-audit-publish off (a developer's partial build writes main)
-    @dbt_assets(manifest=project.manifest_path, select="", selector=SELECTOR, project=project)
+    @dbt_assets(manifest=MANIFEST, select="", selector=SELECTOR, project=project)
     def lakehouse_dbt(context: AssetExecutionContext, dbt: DbtCliResource) -> Iterator[Any]:
         """One scheduled build. Its materializations are reported once the run has published
         (write-audit-publish: until then main shows none of it), each with the outcome and its
@@ -182,11 +189,10 @@ def every_batch_schedule(context: ScheduleEvaluationContext) -> RunRequest | Ski
 
 def landed_sources() -> list[str]:
     """The landing folders the project's sources declare (meta.landing_folder)."""
-    manifest = json.loads(project.manifest_path.read_text())
     return sorted(
         {
             source["meta"]["landing_folder"]
-            for source in manifest["sources"].values()
+            for source in MANIFEST["sources"].values()
             if source.get("meta", {}).get("landing_folder")
         }
     )
