@@ -44,6 +44,7 @@ LONGEST_FIRST = [
 ]
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         item.add_marker(pytest.mark.xdist_group(GROUPS.get(item.path.name, item.path.name)))
