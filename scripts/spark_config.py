@@ -41,7 +41,7 @@ MASTERS = {"local": "local[*]", "ci": "local[2]", "s3": "local[*]"}
 # the sample took 52 JVM CPU-seconds against 125, a warm one 28 against 44 (the wall time of
 # a warm build is no shorter: the compiling ran on the other core). C1 alone gets a 48 MB
 # code cache, which Spark's generated classes fill: its sweeper then took 20-30 CPU-seconds
-# a build, so quick sets the size C2 gets. A long session on big data wants C2 (full).
+# a build, so quick reserves 512 MB. A long session on big data wants C2 (full).
 JIT_OPTIONS = {"full": "", "quick": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"}
 
 

@@ -29,7 +29,8 @@ class DbtRun:
 
 # `lakehouse test` runs two pytest workers (pytest-xdist, `--dist loadgroup`), each with its
 # own session, data folder and dbt target/. A file is one group: its module fixtures build
-# once. The two files on the `s3` target's services (one set per worker) share a group.
+# once. The services of the `s3` target are one set per worker (the `store` fixture): the
+# object-store and cluster files share a group, and so one set.
 # The longest groups are handed out first, so no worker is left with one at the end.
 GROUPS = {"test_object_store.py": "store", "test_cluster.py": "store"}
 LONGEST_FIRST = [
