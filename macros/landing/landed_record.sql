@@ -13,7 +13,7 @@
     {{ return(fields) }}
 {% endmacro %}
 
-{#- The ODS lines of a landing source, each parsed once (issue #30): `landed_fields`, the
+{#- The ODS lines of a landing source, each parsed once: `landed_fields`, the
     line as a JSON object of every field it carries, and `record`, the fields the source
     declares taken from it (landed_record). The fields the line carries, declared or not, are
     what schema drift counts (ods_landing__fields_by_load, from the typed model's

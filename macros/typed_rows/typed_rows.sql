@@ -1,4 +1,4 @@
-{#- Each landed line parsed and typed once per run (issue #30). A landing source's typed model
+{#- Each landed line parsed and typed once per run. A landing source's typed model
     (`dwd_<source>__<table>_checked`) is ephemeral: inlined into each model that reads it, so
     it always types with the invocation's own rules and vars. Its readers are several (the
     detail or the dimension state takes the valid lines, the quarantine the rest), and each

@@ -67,7 +67,7 @@ SIZES = {
                    multipliers=(1, 10, 100)),
 }  # fmt: skip
 
-# Why a model's cost may still follow the history (docs/cost.md, issue #13)
+# Why a model's cost may still follow the history (docs/cost.md)
 KNOWN_GAPS = {
     "ods": "the run lists the names of every batch folder of the landing root (one directory "
     "listing; docs/cost.md, known gaps)",

@@ -1,5 +1,5 @@
-"""A backfill recomputes a range of days of DWD and DWS after a rule changed (issue #15
-point 1), with dbt's own --event-time-start / --event-time-end flags.
+"""A backfill recomputes a range of days of DWD and DWS after a rule changed, with dbt's own
+--event-time-start / --event-time-end flags.
 
 The rule that changes: `share` events are rejected at first (var event_types without it),
 then accepted. A warehouse of its own (var schema_prefix) is built with the old rule from

@@ -1,4 +1,4 @@
-"""The change feed (issue #15 point 3): export-changes between two snapshots returns exactly
+"""The change feed: export-changes between two snapshots returns exactly
 the changes applied, for a merge-on-read table (the dimensions' write mode) and a
 copy-on-write one (the facts'); a compaction exports nothing; a consumer resuming from its
 last snapshot rebuilds the table, never missing or doubling a change; an expired snapshot

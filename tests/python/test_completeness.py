@@ -1,4 +1,4 @@
-"""Completeness watermarks (issue #15 point 2): DWD events records in its snapshot summary the
+"""Completeness watermarks: DWD events records in its snapshot summary the
 event time up to which it is complete (newest arrival minus the allowance), DWS records what
 it computed from, and
 with var publish_complete_days_only a DWS model publishes a day only once DWD's watermark has

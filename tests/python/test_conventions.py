@@ -5,11 +5,14 @@ can fail, and fails for the right reason."""
 
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 import yaml
 
 from scripts.conventions import findings
+from scripts.spark_config import PROJECT_DIR
 from tests.python.scratch_project import write_scratch_project
 
 GOOD = "select 1 as order_id from {{ source('shop', 'orders') }}"
@@ -86,3 +89,23 @@ def test_the_gate_names_every_broken_convention_and_nothing_else(tmp_path: Path)
         ("check_macro_description_populated", "undocumented"),
         ("check_macro_arguments_description_populated", "half_documented"),
     }
+
+
+CITATION = re.compile(r"\bissues? #\d+|\(#\d+\)", re.IGNORECASE)
+
+
+def test_no_file_cites_an_issue_a_reader_cannot_open():
+    """A reader has only the repository: docs and code explain themselves, never by the
+    number of an issue or a note of past work."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.md", "*.py", "*.sql", "*.yml", "*.java", "*.toml", "Makefile"],
+        cwd=PROJECT_DIR, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert len(tracked) > 100, tracked  # the listing worked
+    cited = [
+        f"{name}:{number}: {line.strip()}"
+        for name in tracked
+        for number, line in enumerate((PROJECT_DIR / name).read_text().splitlines(), 1)
+        if CITATION.search(line)
+    ]
+    assert cited == [], "\n".join(cited)

@@ -1,9 +1,9 @@
 """A dimension keeps, per key, the last applied change (deletes as tombstones) and compares
-each new change with it, so it never re-reads the change history (issue #13 point 3).
+each new change with it, so it never re-reads the change history.
 
 A warehouse of its own (var schema_prefix) holds the users' changelog of two generated
 batches; then each test lands one hand-written batch of `users` changes and runs the state
-model and its changelog model (dim_users__changes, issue #31). The tests run in file order:
+model and its changelog model (dim_users__changes). The tests run in file order:
 each builds on the state the previous one left; the last ones replay the changelog.
 """
 
@@ -205,7 +205,7 @@ def test_the_change_feed_of_the_state_is_the_change_applied(warehouse, tmp_path)
     ]
 
 
-# -- the changelog (issue #31) ------------------------------------------------------------------
+# -- the changelog ------------------------------------------------------------------------------
 
 
 def dimension(spark) -> dict:

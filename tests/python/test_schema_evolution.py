@@ -1,4 +1,4 @@
-"""Schema evolution without rebuilds (issue #15 point 4), on a scratch project that builds
+"""Schema evolution without rebuilds, on a scratch project that builds
 with the real project's configuration and macros: a column added upstream reaches the table
 through on_schema_change; a rename and a widening are metadata migrations
 (run-operations); a drop is refused while something uses the column; every change leaves the

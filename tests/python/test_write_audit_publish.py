@@ -1,4 +1,4 @@
-"""Write-audit-publish (issue #18): a scheduled run writes every table on a branch named after
+"""Write-audit-publish: a scheduled run writes every table on a branch named after
 the run, its tests read that branch, and readers of `main` see the run only once every model
 and error test passed.
 

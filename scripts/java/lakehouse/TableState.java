@@ -18,7 +18,7 @@ import org.apache.iceberg.spark.Spark3Util;
  * metadata table: Spark SQL answers a table's properties (`show tblproperties`), its snapshot
  * log (`.snapshots`) and its refs (`.refs`) each with a statement of its own, and every
  * statement loads the table again. Run after every model of a scheduled build, these were a
- * tenth of its statements (issue #30).
+ * tenth of its statements.
  *
  * <p>Call them as {@code select reflect('lakehouse.TableState', 'summary', table) from values
  * (1)} (see DriverSession).
