@@ -1,8 +1,7 @@
-"""The change feed: export-changes between two snapshots returns exactly
-the changes applied, for a merge-on-read table (the dimensions' write mode) and a
-copy-on-write one (the facts'); a compaction exports nothing; a consumer resuming from its
-last snapshot rebuilds the table, never missing or doubling a change; an expired snapshot
-fails clearly.
+"""The change feed: export-changes between two snapshots returns exactly the changes applied,
+for a merge-on-read table (the dimensions' write mode) and a copy-on-write one (the facts'); a
+compaction exports nothing; a consumer resuming from its last snapshot rebuilds the table, never
+missing or doubling a change; an expired snapshot fails clearly.
 
 Each table gets a scripted history. The expected changes and states come from the script's
 own model of the table (a dict per key), never from reading the table back.

@@ -1,8 +1,7 @@
-"""Completeness watermarks: DWD events records in its snapshot summary the
-event time up to which it is complete (newest arrival minus the allowance), DWS records what
-it computed from, and
-with var publish_complete_days_only a DWS model publishes a day only once DWD's watermark has
-passed its end.
+"""Completeness watermarks: DWD events records in its snapshot summary the event time up to
+which it is complete (newest arrival minus the allowance), DWS records what it computed from,
+and with var publish_complete_days_only a DWS model publishes a day only once DWD's watermark
+has passed its end.
 
 A warehouse of its own (var schema_prefix) gets one batch (one day of events, 2026-01-0n for
 batch n) per test; allowance 12 hours, so after batch n DWD is complete through about

@@ -1,7 +1,8 @@
 """The conventions gate (scripts/conventions.py, dbt-bouncer.yml): `lakehouse lint` runs it on
 the project in every `make test`. Here, on a scratch project that breaks each convention
 once beside a model that keeps them all, it names every break and nothing else: the gate
-can fail, and fails for the right reason."""
+can fail, and fails for the right reason. Beside it, one convention dbt does not see: no
+tracked file cites an issue by its number."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Schema evolution without rebuilds, on a scratch project that builds
-with the real project's configuration and macros: a column added upstream reaches the table
-through on_schema_change; a rename and a widening are metadata migrations
-(run-operations); a drop is refused while something uses the column; every change leaves the
-data files alone, and older snapshots still read with their own schema. A model with
-on_schema_change sync_all_columns adds, drops and widens by itself, and a type change Iceberg
-cannot make in place fails before the table is touched.
+"""Schema evolution without rebuilds, on a scratch project that builds with the real project's
+configuration and macros: a column added upstream reaches the table through on_schema_change; a
+rename and a widening are metadata migrations (run-operations); a drop is refused while
+something uses the column; every change leaves the data files alone, and older snapshots still
+read with their own schema. A model with on_schema_change sync_all_columns adds, drops and
+widens by itself, and a type change Iceberg cannot make in place fails before the table is
+touched.
 
 The model's version is var `v`: 1 the first schema; 2 adds `network`; 3 selects `os` as
 `os_name` and `watch_ms` as bigint (after the migrations); 4 no longer selects `network`.

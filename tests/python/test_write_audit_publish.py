@@ -1,6 +1,6 @@
-"""Write-audit-publish: a scheduled run writes every table on a branch named after
-the run, its tests read that branch, and readers of `main` see the run only once every model
-and error test passed.
+"""Write-audit-publish: a scheduled run writes every table on a branch named after the run, its
+tests read that branch, and readers of `main` see the run only once every model and error test
+passed.
 
 A warehouse of its own (var schema_prefix) on real tables, its runs in file order:
 1. the first run creates every table on its branch (no main while it runs), publishes, tags;
