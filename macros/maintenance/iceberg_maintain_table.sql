@@ -1,6 +1,6 @@
 {#- Maintain one table with an explicit policy, e.g. from an operator's shell:
         dbt run-operation iceberg_maintain_table --args '{table: dwd.dim_users__state, policy: {rewrite_position_delete_files: {min_delete_files: 1}}}'
-    The table's partitioning is detected (iceberg_table_partitioned). `nightly` (default
+    The table's partitioning is detected by the health read. `nightly` (default
     true) makes the full health read and runs orphan removal. `on_maintenance_error`: warn
     (default: the operation succeeds and the failure is logged) or fail. -#}
 {% macro iceberg_maintain_table(table, policy, nightly=true, on_maintenance_error='warn') %}
