@@ -178,11 +178,15 @@ class SchedulerRun:
     # a run of the scheduler on another node: a process of its own, with a metastore of its
     # own (embedded Derby admits one process); its output read as it comes (a full pipe
     # would stall it) and kept for the failure message
-    def __init__(self, args):
+    def __init__(self, args, hadoop=None):
+        # hadoop: S3A settings of this process only (set before its first S3A client exists)
         node = {**os.environ, "LAKEHOUSE_METASTORE_DIR": str(data.root / "scheduler-metastore")}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from scripts.tasks import run_dbt;"
-             " raise SystemExit(run_dbt('s3', sys.argv[1:]))", *args],
+            [sys.executable, "-c", "import json, sys; from scripts.tasks import run_dbt;"
+             " from scripts.session import get_spark;"
+             " conf = get_spark('s3').sparkContext._jsc.hadoopConfiguration();"
+             " [conf.set(k, v) for k, v in json.loads(sys.argv[1]).items()];"
+             " raise SystemExit(run_dbt('s3', sys.argv[2:]))", json.dumps(hadoop or {}), *args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=node,
             start_new_session=True)
         self.lines, self.new_line = [], threading.Condition()
@@ -268,8 +272,12 @@ def kill_the_store_during_a_compaction():
     # the nightly maintenance (the scheduler's run); the store killed once a compaction has
     # written a new data file, before it commits, then started again
     from pyarrow.fs import FileSelector
+    # S3A's own retries of a call off (the SDK's 6 attempts, which ride out a passing 500,
+    # stay): once the store is dead each file this run deletes in its cleanup waited out
+    # both, for over a minute, before it failed as it does now
     run = SchedulerRun(["run-operation", "iceberg_maintain_all", "--log-level", "debug",
-                        "--vars", json.dumps({"compaction_min_small_files": 2})])
+                        "--vars", json.dumps({"compaction_min_small_files": 2})],
+                       hadoop={"fs.s3a.retry.limit": "0"})
     line = run.wait_for(r"running rewrite_data_files on \\S+")
     assert line, run.output()
     found = re.search(r"running rewrite_data_files on (\\S+)", line)[1].replace("`", "")
