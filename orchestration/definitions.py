@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -69,6 +70,21 @@ with open(PROJECT_DIR / project.target_path / "parse.lock", "w") as turn:
     ).wait()
     MANIFEST = json.loads(project.manifest_path.read_text())
 
+
+def run_target_path(context: AssetExecutionContext) -> Path:
+    """A run's own dbt target/, seeded with this load's partial parse. dagster-dbt seeds a run
+    only from target/partial_parse.msgpack, which other dbt commands write with other targets
+    and vars: dbt rejected it and parsed the whole project again in every run."""
+    parsed = PROJECT_DIR / project.target_path
+    path = parsed / f"run-{context.run_id}"
+    path.mkdir(parents=True, exist_ok=True)
+    with open(parsed / "parse.lock", "w") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)  # never a file another load is writing
+        if (parsed / "partial_parse.msgpack").exists():
+            shutil.copy(parsed / "partial_parse.msgpack", path / "partial_parse.msgpack")
+    return path
+
+
 # dagster-dbt resolves the selector's `path:` methods from the working directory: from any
 # other folder the selector matches nothing (no asset, no error)
 with contextlib.chdir(PROJECT_DIR):
@@ -79,7 +95,9 @@ with contextlib.chdir(PROJECT_DIR):
         """One scheduled build. Its materializations are reported once the run has published
         (write-audit-publish: until then main shows none of it), each with the outcome and its
         table's maintenance line; a red or conflicting run fails naming the branch."""
-        invocation = dbt.cli(["build"], context=context, raise_on_error=False)
+        invocation = dbt.cli(
+            ["build"], context=context, raise_on_error=False, target_path=run_target_path(context)
+        )
         events, messages = [], []
         for raw in invocation.stream_raw_events():
             messages.append(str(raw.raw_event.get("info", {}).get("msg", "")))

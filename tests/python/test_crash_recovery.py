@@ -176,9 +176,11 @@ def crashed(spark, dbt, tmp_path_factory) -> dict:
     rerun.finish()
     facts["nightly_log"] = [line for line in rerun.lines if "maintenance " in line]
 
-    # the uninterrupted reference: same landing data, one build in this session
+    # the uninterrupted reference: same landing data, one scheduled run in this session.
+    # `run`, not `build`: the comparisons read its tables only, so its data tests and
+    # snapshots would prove nothing here (the crashed runs' builds ran theirs)
     prefix = json.dumps({"schema_prefix": REFERENCE_PREFIX})
-    dbt(["build", "--vars", prefix], landing=data_dir / "landing")
+    dbt(["run", "--vars", prefix], landing=data_dir / "landing")
 
     # the crashed process's tables, read here through their own metadata
     spark.sql(f"create schema if not exists {REGISTERED}")

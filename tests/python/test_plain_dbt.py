@@ -134,8 +134,6 @@ def test_dagster_runs_the_scheduled_build_and_publishes_what_plain_dbt_builds(
     inspect, and main is unchanged."""
     from dagster import DagsterInstance, materialize
 
-    from orchestration.definitions import defs, lakehouse_dbt
-
     data = tmp_path_factory.mktemp("dagster")
     land(data, batches=1)
     for name in [k for k in os.environ if k.startswith(("LAKEHOUSE_", "DBT_"))]:
@@ -144,6 +142,10 @@ def test_dagster_runs_the_scheduled_build_and_publishes_what_plain_dbt_builds(
     monkeypatch.setenv("LAKEHOUSE_DRIVER_MEMORY", "1g")  # beside pytest's own JVM
     monkeypatch.setenv("LAKEHOUSE_JIT", "quick")
     monkeypatch.setenv("PYTHONPATH", str(PROJECT_DIR))
+    # loaded in the runs' environment, as a code server is: the runs reuse the parse it makes
+    # at load only if it read the same environment variables (the profile's)
+    from orchestration.definitions import defs, lakehouse_dbt
+
     (data / "dagster_home").mkdir()
     instance = DagsterInstance.local_temp(str(data / "dagster_home"))  # SQLite storage
     resources = {"dbt": defs.resources["dbt"]}
