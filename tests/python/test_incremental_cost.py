@@ -1,9 +1,10 @@
 """Cost follows the batch: what each incremental model reads, proven with Iceberg's own scan
 metrics (files planned after pruning), not with timings.
 
-A warehouse of its own (var schema_prefix) is built from two batches; then a third batch
-is loaded into ODS only. Each model's SQL, compiled by dbt with its watermark and touched
-days resolved to literals, is run here and the files its scans planned are counted:
+A warehouse of its own (var schema_prefix) is built from two batches; a scheduled run loads
+a third; then a fourth batch is loaded into ODS only. Each model's SQL, compiled by dbt with
+its watermark and touched days resolved to literals, is run here and the files its scans
+planned are counted:
   - with no new data, no upstream data file is read;
   - with one new load, the event detail and the schema-drift counts read only the ODS files
     of that load and, to deduplicate, the detail only the day partitions a new event can
@@ -57,8 +58,12 @@ class CostWarehouse:
         self.vars = json.dumps({"schema_prefix": PREFIX, "max_event_lateness_days": LATENESS_DAYS})
 
     def land(self, batches: int) -> None:
+        self.batches = batches
         scale = Scale(**{**SCALE.__dict__, "batches": batches})
         LandingGenerator(self.root, SEED, scale).run(log=lambda _: None)
+
+    def land_next(self) -> None:
+        self.land(self.batches + 1)
 
     def dbt(self, *args: str, on_message=None):
         return self._dbt(
@@ -88,10 +93,74 @@ def test_a_run_without_new_data_reads_no_upstream_file(spark, warehouse, model):
     assert sum(upstream.values()) == 0, (model, scans, sql[:2000])
 
 
+def test_a_scheduled_run_parses_each_new_line_once(spark, warehouse):
+    """dwd_landing__typed_rows caches each typed model's rows of the new load for the run; their
+    readers (the detail, the dimension states, the quarantine, the schema-drift counts) read the
+    cache and no ODS file. Measured per model: one thread, so a model's scans are those between
+    its START line and the next; the cache is read while its readers run. Every reader is up to
+    date first: this test comes right after the fixture's build, before any test lands a batch.
+    The quarantine has never rejected a video change (the generator lands none bad), so its
+    rows say nothing of how far it has read the videos: its record of the loads it has read
+    each source through does (record_checked_through)."""
+    dwd, quarantine = f"{PREFIX}dwd", f"{PREFIX}dwd.dwd_quarantine__rejected_records"
+    sources = {  # ODS table: its typed model, its landing table, the model of its valid lines
+        "ods_client__events": ("dwd_client__events_checked", "client_events", "dwd_client__events"),
+        "ods_appdb__user_changes": (
+            "dwd_appdb__user_changes_checked",
+            "appdb_users",
+            "dim_users__state",
+        ),
+        "ods_appdb__video_changes": (
+            "dwd_appdb__video_changes_checked",
+            "appdb_videos",
+            "dim_videos__state",
+        ),
+    }
+    watermarks = {
+        "dwd_client__events": "_load_id",
+        "dim_users__state": "_checked_load_id",
+        "dim_videos__state": "_checked_load_id",
+    }
+    loaded = {}
+    for source, (_, _, reader) in sources.items():
+        loaded[source] = spark.sql(f"select max(_load_id) from {PREFIX}ods.{source}").first()[0]
+        own = spark.sql(f"select max({watermarks[reader]}) from {dwd}.{reader}").first()[0]
+        assert own == loaded[source], (source, own, loaded)
+    videos = f"select count(*) from {quarantine} where source_table = 'appdb_videos'"
+    assert spark.sql(videos).first()[0] == 0
+
+    warehouse.land_next()
+    per_model: dict[str, Counter] = {}
+    cached: dict[str, int] = {}
+    current = ["on-run-start"]
+    with ScanCounter(spark) as scans:
+
+        def attribute(message: str) -> None:  # dbt's thread, before the model's SQL runs
+            started = re.search(r" START sql \w+ model \S+?\.(\w+) ", message)
+            if not started:
+                return
+            per_model[current[0]] = scans.take()
+            current[0] = started[1]
+            for typed, _, reader in sources.values():
+                if current[0] == reader:
+                    cache = f"global_temp.{dwd}__{typed}__this_run"
+                    cached[typed] = spark.sql(f"select count(*) from {cache}").first()[0]
+
+        warehouse.dbt("run", "--threads", "1", on_message=attribute)
+        per_model[current[0]] = scans.take()
+    for source, (typed, _, reader) in sources.items():
+        ods = f"{PREFIX}ods.{source}"
+        new_lines = spark.sql(f"select count(*) from {ods} where _load_id > {loaded[source]}")
+        assert cached[typed] == new_lines.first()[0] > 0, (typed, cached)
+        for model in (reader, "dwd_quarantine__rejected_records", "ods_landing__fields_by_load"):
+            assert per_model[model][f"spark_catalog.{ods}"] == 0, (source, model, per_model[model])
+    assert not spark.sql("show views in global_temp like '*__this_run'").collect()
+
+
 def test_a_new_load_is_read_alone_and_deduplicated_within_its_days(spark, warehouse):
     ods, detail = f"spark_catalog.{PREFIX}ods.ods_client__events", f"{PREFIX}dwd.dwd_client__events"
     ods_files_before = data_files(spark, ods)
-    warehouse.land(SCALE.batches + 1)
+    warehouse.land_next()
     # the landed lines only: the drift counts, an ODS model too, are measured below
     warehouse.dbt("run", "--select", "path:models/ods", "--exclude", "ods_landing__fields_by_load")
     new_load = spark.sql(f"select max(_load_id) from {ods}").first()[0]
@@ -135,70 +204,6 @@ def test_dws_reads_only_the_partitions_of_the_touched_days(spark, warehouse):
         scans = scanned_files(spark, warehouse.compiled(model))
         assert scans[detail] == touched_files, (model, scans, touched_files)
     assert data_files(spark, detail) > touched_files, "the new events touch every day"
-
-
-def test_a_scheduled_run_parses_each_new_line_once(spark, warehouse):
-    """dwd_landing__typed_rows caches each typed model's rows of the new load for the run; their
-    readers (the detail, the dimension states, the quarantine, the schema-drift counts) read the
-    cache and no ODS file. Measured per model: one thread, so a model's scans are those between
-    its START line and the next; the cache is read while its readers run. Every reader is first
-    brought up to date. The quarantine has never rejected a video change (the generator lands
-    none bad), so its rows say nothing of how far it has read the videos: its record of the
-    loads it has read each source through does (record_checked_through)."""
-    dwd, quarantine = f"{PREFIX}dwd", f"{PREFIX}dwd.dwd_quarantine__rejected_records"
-    sources = {  # ODS table: its typed model, its landing table, the model of its valid lines
-        "ods_client__events": ("dwd_client__events_checked", "client_events", "dwd_client__events"),
-        "ods_appdb__user_changes": (
-            "dwd_appdb__user_changes_checked",
-            "appdb_users",
-            "dim_users__state",
-        ),
-        "ods_appdb__video_changes": (
-            "dwd_appdb__video_changes_checked",
-            "appdb_videos",
-            "dim_videos__state",
-        ),
-    }
-    watermarks = {
-        "dwd_client__events": "_load_id",
-        "dim_users__state": "_checked_load_id",
-        "dim_videos__state": "_checked_load_id",
-    }
-    warehouse.dbt("run")
-    loaded = {}
-    for source, (_, _, reader) in sources.items():
-        loaded[source] = spark.sql(f"select max(_load_id) from {PREFIX}ods.{source}").first()[0]
-        own = spark.sql(f"select max({watermarks[reader]}) from {dwd}.{reader}").first()[0]
-        assert own == loaded[source], (source, own, loaded)
-    videos = f"select count(*) from {quarantine} where source_table = 'appdb_videos'"
-    assert spark.sql(videos).first()[0] == 0
-
-    warehouse.land(SCALE.batches + 2)
-    per_model: dict[str, Counter] = {}
-    cached: dict[str, int] = {}
-    current = ["on-run-start"]
-    with ScanCounter(spark) as scans:
-
-        def attribute(message: str) -> None:  # dbt's thread, before the model's SQL runs
-            started = re.search(r" START sql \w+ model \S+?\.(\w+) ", message)
-            if not started:
-                return
-            per_model[current[0]] = scans.take()
-            current[0] = started[1]
-            for typed, _, reader in sources.values():
-                if current[0] == reader:
-                    cache = f"global_temp.{dwd}__{typed}__this_run"
-                    cached[typed] = spark.sql(f"select count(*) from {cache}").first()[0]
-
-        warehouse.dbt("run", "--threads", "1", on_message=attribute)
-        per_model[current[0]] = scans.take()
-    for source, (typed, _, reader) in sources.items():
-        ods = f"{PREFIX}ods.{source}"
-        new_lines = spark.sql(f"select count(*) from {ods} where _load_id > {loaded[source]}")
-        assert cached[typed] == new_lines.first()[0] > 0, (typed, cached)
-        for model in (reader, "dwd_quarantine__rejected_records", "ods_landing__fields_by_load"):
-            assert per_model[model][f"spark_catalog.{ods}"] == 0, (source, model, per_model[model])
-    assert not spark.sql("show views in global_temp like '*__this_run'").collect()
 
 
 def test_a_run_lists_only_the_batch_folders_changed_since_its_last_load(spark, warehouse):
