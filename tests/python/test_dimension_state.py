@@ -3,9 +3,8 @@ each new change with it, so it never re-reads the change history.
 
 A warehouse of its own (var schema_prefix) holds the users' changelog of two generated
 batches; then each test lands one hand-written batch of `users` changes and runs the state
-model and its changelog model (dim_users__changes); two pairs of tests each share one batch (a
-fixture) of changes to distinct keys. The tests run in file order: each builds on
-the state the previous one left; the last ones replay the changelog.
+model and its changelog model (dim_users__changes). The tests run in file order:
+each builds on the state the previous one left; the last ones replay the changelog.
 """
 
 from __future__ import annotations
@@ -121,6 +120,21 @@ def test_a_load_of_only_deletes_is_merged_once(warehouse, users):
     assert warehouse.snapshots() == snapshots
 
 
+def test_a_stale_change_loses_and_is_compared_once(warehouse, users):
+    stale = users["stale"]
+    before = warehouse.row(stale.user_id)
+    warehouse.land_changes(change(stale, "+U", before._source_lsn - 1, user_name="stale name"))
+    warehouse.run()
+    after = warehouse.row(stale.user_id)
+    assert after.user_name == before.user_name and after._source_lsn == before._source_lsn
+    new_load = warehouse.spark.sql(f"select max(_load_id) from {ODS}").first()[0]
+    assert after._checked_load_id == new_load > before._checked_load_id
+
+    snapshots = warehouse.snapshots()
+    warehouse.run()
+    assert warehouse.snapshots() == snapshots
+
+
 def test_a_zombie_change_older_than_the_delete_stays_deleted(warehouse, users):
     deleted = users["deleted"]
     tombstone = warehouse.row(deleted.user_id)
@@ -173,6 +187,24 @@ def test_tombstones_past_their_retention_are_dropped(warehouse, users):
     assert warehouse.spark.sql(f"select count(*) from {VIEW}").first()[0] == live
 
 
+def test_the_change_feed_of_the_state_is_the_change_applied(warehouse, tmp_path):
+    """export-changes on the real merge-on-read dimension, across the run's maintenance
+    commits: one landed update is exactly one before and one after image."""
+    (target,) = warehouse.live_users(1)
+    spark = warehouse.spark
+    before = current_snapshot(spark, STATE)
+    top = spark.sql(f"select max(_source_lsn) from {STATE}").first()[0]
+    warehouse.land_changes(change(target, "+U", top + 1, user_name="fed downstream"))
+    warehouse.run()
+    out = tmp_path / "changes.jsonl"
+    export(spark, STATE, ["user_id"], out, before, current_snapshot(spark, STATE))
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["_change_type"], r["user_id"], r["user_name"]) for r in lines] == [
+        ("update_before", target.user_id, target.user_name),
+        ("update_after", target.user_id, "fed downstream"),
+    ]
+
+
 # -- the changelog ------------------------------------------------------------------------------
 
 
@@ -220,7 +252,7 @@ def consumer(warehouse, tmp_path_factory) -> Consumer:
 
 
 def test_the_changelog_replayed_from_the_start_is_the_dimension(warehouse, consumer):
-    """Every test above changed the state (deletes, a zombie, a re-insert, an update,
+    """Every test above changed the state (deletes, a stale change, a zombie, a re-insert,
     tombstone expiry): the changelog's replay is the dimension, key for key, column for
     column."""
     assert set(dimension(warehouse.spark)) & IMAGE == set()  # keys, not columns
@@ -230,66 +262,26 @@ def test_the_changelog_replayed_from_the_start_is_the_dimension(warehouse, consu
     assert len(consumer.rows) > 50
 
 
-@pytest.fixture(scope="module")
-def two_updates(warehouse, consumer) -> dict:
-    """One load that updates two live keys (each test below checks both): the state's change
-    feed and the changelog are each read across it. Taken after the consumer caught up."""
+def test_one_update_is_one_before_and_one_after_read_from_the_new_files_only(warehouse, consumer):
     spark = warehouse.spark
-    changelogged, fed = warehouse.live_users(2)
+    (target,) = warehouse.live_users(1)
     top = spark.sql(f"select max(_source_lsn) from {STATE}").first()[0]
-    load = {
-        "rows": {changelogged.user_id: changelogged, fed.user_id: fed},
-        "names": {changelogged.user_id: "changelogged", fed.user_id: "fed downstream"},
-        "state_before": current_snapshot(spark, STATE),
-        "changes_start": current_snapshot(spark, CHANGES),
-        "files_before": {
-            r[0] for r in spark.sql(f"select file_path from {CHANGES}.files").collect()
-        },
-    }
-    warehouse.land_changes(
-        change(changelogged, "+U", top + 1, user_name="changelogged"),
-        change(fed, "+U", top + 2, user_name="fed downstream"),
-    )
+    start = current_snapshot(spark, CHANGES)
+    files = f"select file_path from {CHANGES}.files"
+    files_before = {r[0] for r in spark.sql(files).collect()}
+    warehouse.land_changes(change(target, "+U", top + 1, user_name="changelogged"))
     warehouse.run()
-    load["state_after"] = current_snapshot(spark, STATE)
-    load["changes_end"] = current_snapshot(spark, CHANGES)
-    return load
-
-
-def test_one_update_is_one_before_and_one_after_read_from_the_new_files_only(
-    warehouse, consumer, two_updates
-):
-    spark = warehouse.spark
-    keys = sorted(two_updates["rows"])  # the export's order: by key, before images first
-    files_before = two_updates["files_before"]
-    start, end = two_updates["changes_start"], two_updates["changes_end"]
+    end = current_snapshot(spark, CHANGES)
     # the export reads only the file this run appended, not the changelog's history
     # (the run's maintenance may compact the changelog after: its files are not `added`)
     read = [r[0] for r in changelog_rows(spark, CHANGES, start, end).select("_file").collect()]
-    assert len(read) == 2 * len(keys) and set(read).isdisjoint(files_before) and files_before, read
+    assert len(read) == 2 and set(read).isdisjoint(files_before) and files_before, read
     assert consumer.catch_up(spark) == [
-        (kind, key) for key in keys for kind in ("update_before", "update_after")
+        ("update_before", target.user_id),
+        ("update_after", target.user_id),
     ]
-    for key in keys:
-        assert consumer.rows[key]["user_name"] == two_updates["names"][key]
+    assert consumer.rows[target.user_id]["user_name"] == "changelogged"
     assert consumer.rows == dimension(spark)
-
-
-def test_the_change_feed_of_the_state_is_the_change_applied(warehouse, two_updates, tmp_path):
-    """export-changes on the real merge-on-read dimension, across the run's maintenance
-    commits: each landed update is exactly one before and one after image."""
-    spark = warehouse.spark
-    out = tmp_path / "changes.jsonl"
-    before, after = two_updates["state_before"], two_updates["state_after"]
-    export(spark, STATE, ["user_id"], out, before, after)
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
-    expected = []
-    for key, row in sorted(two_updates["rows"].items()):
-        expected += [
-            ("update_before", key, row.user_name),
-            ("update_after", key, two_updates["names"][key]),
-        ]
-    assert [(r["_change_type"], r["user_id"], r["user_name"]) for r in lines] == expected
 
 
 def test_a_compaction_and_a_run_without_changes_record_nothing(warehouse, consumer):
@@ -304,47 +296,23 @@ def test_a_compaction_and_a_run_without_changes_record_nothing(warehouse, consum
     assert consumer.rows == dimension(spark)
 
 
-@pytest.fixture(scope="module")
-def losing_load(warehouse, users, consumer) -> dict:
-    """One load of stale changes only (older than the state's rows), on three keys: a +U of
-    the `stale` user, and a +U and a -D of two other live users. Taken after the consumer
-    caught up."""
-    spark = warehouse.spark
-    stale = warehouse.row(users["stale"].user_id)
-    live = [row for row in warehouse.live_users(3) if row.user_id != stale.user_id]
-    first, second = live[:2]
-    checked = spark.sql(f"select max(_checked_load_id) from {STATE}").first()[0]
-    warehouse.land_changes(
-        change(stale, "+U", stale._source_lsn - 1, user_name="stale name"),
-        change(first, "+U", first._source_lsn - 1, user_name="stale"),
-        change(second, "-D", second._source_lsn - 1),
-    )
-    return {"stale_before": stale, "checked": checked, "run": warehouse.run()}
-
-
-def test_changes_that_lose_record_nothing(warehouse, consumer, losing_load):
+def test_changes_that_lose_record_nothing(warehouse, consumer):
     """Stale changes (older than the state's rows) touch their keys (the state compares them:
     its watermark moves) but change no row: the changelog's run compares those keys and
     records nothing. (A change that wins records its row even when only its source position
     and load moved: the dimension's row is what the changelog follows.)"""
     spark = warehouse.spark
-    checked = losing_load["checked"]
+    first, second = warehouse.live_users(2)
+    checked = spark.sql(f"select max(_checked_load_id) from {STATE}").first()[0]
+    warehouse.land_changes(
+        change(first, "+U", first._source_lsn - 1, user_name="stale"),
+        change(second, "-D", second._source_lsn - 1),
+    )
+    run = warehouse.run()
     assert spark.sql(f"select max(_checked_load_id) from {STATE}").first()[0] > checked
-    assert "(ancestor)" in losing_load["run"].log  # compared, not skipped
+    assert "(ancestor)" in run.log  # compared, not skipped
     assert consumer.catch_up(spark) == []
     assert consumer.rows == dimension(spark)
-
-
-def test_a_stale_change_loses_and_is_compared_once(warehouse, losing_load):
-    before = losing_load["stale_before"]
-    after = warehouse.row(before.user_id)
-    assert after.user_name == before.user_name and after._source_lsn == before._source_lsn
-    new_load = warehouse.spark.sql(f"select max(_load_id) from {ODS}").first()[0]
-    assert after._checked_load_id == new_load > before._checked_load_id
-
-    snapshots = warehouse.snapshots()
-    warehouse.run()
-    assert warehouse.snapshots() == snapshots
 
 
 def test_an_expired_state_snapshot_is_compared_with_the_replay(warehouse, consumer):
