@@ -412,14 +412,10 @@ def test_nightly_maintenance_never_runs_while_a_run_holds_the_lock(warehouse, db
         (load_id, f"wap_{load_id}", "its lease was ended by release_run_lock")
     ]
     assert warehouse.spark.sql(f"select holder from {lock}").first()[0] is None
-    # the lock is what is checked here: one table is enough to take and release it (the
-    # nightly over every table is run by the object-store, crash-recovery and plain-dbt tests)
     nightly = dbt(
         [
             "run-operation",
             "iceberg_maintain_all",
-            "--args",
-            "{select: [dim_users__state]}",
             "--vars",
             json.dumps({"schema_prefix": PREFIX, "compaction_min_small_files": 1}),
         ]
