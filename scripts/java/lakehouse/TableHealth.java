@@ -12,6 +12,7 @@ import org.apache.iceberg.ContentFile;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
 import org.apache.iceberg.FileContent;
+import org.apache.iceberg.ManifestContent;
 import org.apache.iceberg.ManifestFile;
 import org.apache.iceberg.ManifestFiles;
 import org.apache.iceberg.ManifestReader;
@@ -68,20 +69,16 @@ public final class TableHealth {
         if (manifest.length() < smallManifest) {
           smallManifests++;
         }
-        if (manifest.content() == org.apache.iceberg.ManifestContent.DATA) {
+        if (manifest.content() == ManifestContent.DATA) {
           try (ManifestReader<DataFile> reader = ManifestFiles.read(manifest, io, specs)) {
             for (DataFile file : reader) {
               String partition = partitioned ? partitionKey(specs, file) : "";
               counts.dataFiles++;
               counts.dataBytes += file.fileSizeInBytes();
               counts.dataRecords += file.recordCount();
-              long before = smallFilesByPartition.getOrDefault(partition, 0L);
-              if (file.fileSizeInBytes() < small) {
-                counts.smallFiles++;
-                smallFilesByPartition.put(partition, before + 1);
-              } else {
-                smallFilesByPartition.put(partition, before);
-              }
+              long isSmall = file.fileSizeInBytes() < small ? 1 : 0;
+              counts.smallFiles += isSmall;
+              smallFilesByPartition.merge(partition, isSmall, Long::sum);
             }
           }
         } else {
