@@ -11,7 +11,7 @@
     early with `dbt run-operation release_run_lock --args '{holder: <id>}'`. -#}
 
 {% macro run_lock_relation() %}
-    {{ return(api.Relation.create(schema=generate_schema_name('ops', none), identifier='run_lock', type='table')) }}
+    {{ return(api.Relation.create(schema=platform_schema(), identifier='run_lock', type='table')) }}
 {% endmacro %}
 
 {#- dbt commands that write tables; the others (test, compile, docs, run-operation...) only read -#}
@@ -65,7 +65,9 @@
     {%- if not modules.re.match('^[0-9a-fA-F-]+$', owner | string) -%}
         {{ exceptions.raise_compiler_error("release_run_lock: holder must be a dbt invocation id, got: " ~ owner) }}
     {%- endif -%}
-    {%- if holder is not none -%}  {#- an operator ending another run's lease: that run is abandoned -#}
+    {#- an operator ending another run's lease: that run is abandoned (the nightly operation
+        releases its own lease by its own id: nothing was abandoned) -#}
+    {%- if holder is not none and holder != invocation_id -%}
         {%- set held = _run_lock_state() -%}
         {%- if held.missing -%}{{ return('') }}{%- endif -%}
         {%- if held.holder == owner -%}
@@ -73,6 +75,10 @@
         {%- endif -%}
     {%- endif -%}
     {%- set released = _run_lock_call("'release', '" ~ lock ~ "', '" ~ owner ~ "'") -%}
+    {%- if released.missing and holder is none -%}  {#- this run took it at its start -#}
+        {{ exceptions.raise_database_error("run lock: " ~ lock ~ " not found at the end of this run, which"
+            ~ " took it at its start: its lock was not released (see platform_schema)") }}
+    {%- endif -%}
     {%- if released.missing -%}{{ return('') }}{%- endif -%}
     {{ log("run lock: released by invocation " ~ owner, info=true) }}
     {#- two commits a run: keep the lock table's history short (every 50th load) -#}

@@ -8,8 +8,9 @@ A warehouse of its own (var schema_prefix) on real tables, its runs in file orde
    every table's main snapshot and contents as they were, for a reader during the run too;
 3. the user's late change arrives: the fixed run ends equal to the ground truth and the
    landing files, as one uninterrupted run would; a warn test does not block it;
-4. a compaction on main during a run: the publish stops there, main keeps the compaction,
-   the next run redoes the rest and loses nothing;
+4. a compaction on main during a run: the publish stops there (the tables that finished
+   before it are published), main keeps the compaction, the next run redoes the rest and
+   loses nothing;
 5. a --full-refresh publishes the same way: readers keep the old rows until it is green.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -33,6 +35,7 @@ from test_warehouse import TABLES
 
 from scripts.generate_landing import LandingGenerator, Scale
 from scripts.landing import LandingZone
+from scripts.spark_config import PROJECT_DIR
 
 PREFIX = "wap_"
 SEED = 61
@@ -241,8 +244,19 @@ def test_a_compaction_on_main_during_a_run_is_never_overwritten(warehouse):
     table = "ods.ods_appdb__video_changes"
     compaction = {}
 
+    finished = set()
+
     def on_message(message: str) -> None:
+        # the publish follows the order the models finished in: hold the compaction until
+        # the run's other ODS tables finished first, so the publish stops after publishing them
+        for other in ("ods_client__events ", "ods_appdb__user_changes "):
+            if "OK created" in message and other in message:
+                finished.add(other)
         if "OK created" in message and table.split(".")[1] in message and not compaction:
+            deadline = time.monotonic() + 300
+            while len(finished) < 2 and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(2)
             compaction["before"] = warehouse.main(table)
             done = warehouse.reader.sql(
                 "call spark_catalog.system.rewrite_data_files("
@@ -254,6 +268,8 @@ def test_a_compaction_on_main_during_a_run_is_never_overwritten(warehouse):
     # the state reads the changelog: it finishes after it, and must not be published after it
     downstream = "dwd.dim_videos__state"
     downstream_before = warehouse.main(downstream)
+    published_first = "ods.ods_appdb__user_changes"  # finished before the compacted table
+    published_before = warehouse.main(published_first)
     run = warehouse.build(expect_success=False, on_message=on_message)
     assert compaction["rewritten"] > 0
     assert "moved since the run began" in run.log and "main was left untouched" in run.log
@@ -262,6 +278,9 @@ def test_a_compaction_on_main_during_a_run_is_never_overwritten(warehouse):
     assert warehouse.main(table) == compaction["after"]
     assert compaction["after"][1:] == compaction["before"][1:]
     assert warehouse.wap_runs()[-1][1] == "conflict"
+    # what finished before the stop is published; the next run builds on it, not again
+    assert warehouse.main(published_first)[1] > published_before[1]
+    assert f"published before the stop: {PREFIX}ods." in run.log
 
     warehouse.build()
     lineage = warehouse.reader.sql(
@@ -412,6 +431,8 @@ def test_nightly_maintenance_never_runs_while_a_run_holds_the_lock(warehouse, db
         (load_id, f"wap_{load_id}", "its lease was ended by release_run_lock")
     ]
     assert warehouse.spark.sql(f"select holder from {lock}").first()[0] is None
+    recorded = f"select count(*) from {PREFIX}ops.wap_runs"
+    records_before = warehouse.spark.sql(recorded).first()[0]
     nightly = dbt(
         [
             "run-operation",
@@ -421,3 +442,54 @@ def test_nightly_maintenance_never_runs_while_a_run_holds_the_lock(warehouse, db
         ]
     )
     assert "run lock: released" in nightly.log
+    # the nightly released its own lease: no run was abandoned, nothing recorded as a run
+    assert warehouse.spark.sql(recorded).first()[0] == records_before
+
+
+def test_a_schema_name_rendered_with_whitespace_still_finds_the_lock_and_publishes(
+    warehouse, dbt, tmp_path
+):
+    """A generate_schema_name written with plain `{{ }}` (as many projects' are) renders the
+    name between newlines and indentation. dbt strips them for a model's schema; the run lock
+    and the run records are found under the same name, so the run publishes and releases its
+    lock instead of ending green with neither."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("dbt_project.yml", "selectors.yml"):
+        shutil.copy(PROJECT_DIR / name, project / name)
+    for folder in ("models", "macros", "snapshots", "tests/dbt"):
+        shutil.copytree(PROJECT_DIR / folder, project / folder)
+    (project / "macros/naming/generate_schema_name.sql").write_text(
+        "{% macro generate_schema_name(custom_schema_name, node) %}\n"
+        "    {{ var('schema_prefix', '') ~ ((custom_schema_name or target.schema) | trim) }}\n"
+        "{% endmacro %}\n"
+    )
+    runs_before = len(warehouse.wap_runs())
+    variables = json.dumps({"schema_prefix": PREFIX, "write_audit_publish": True})
+    run = dbt(["run", "-s", "ods_landing__undeclared_fields", "--project-dir", str(project),
+               "--vars", variables])  # fmt: skip
+    assert "run lock: released" in run.log, run.log[-2000:]
+    lock = f"{PREFIX}ops.run_lock"
+    assert warehouse.spark.sql(f"select holder from {lock}").first()[0] is None
+    runs = warehouse.wap_runs()
+    assert len(runs) == runs_before + 1 and runs[-1][1] == "published", runs[-1]
+
+
+def test_a_run_that_cannot_find_its_lock_at_its_end_fails_instead_of_ending_green(warehouse, dbt):
+    """Its publish and its lock's release would both be skipped: the run fails saying so."""
+    lock, hidden = f"{PREFIX}ops.run_lock", f"{PREFIX}ops.run_lock_hidden"
+
+    def on_message(message: str) -> None:
+        if "START sql view model" in message and "ods_landing__undeclared_fields" in message:
+            warehouse.reader.sql(f"alter table {lock} rename to {hidden}")
+
+    variables = json.dumps({"schema_prefix": PREFIX, "write_audit_publish": True})
+    run = dbt(["run", "-s", "ods_landing__undeclared_fields", "--vars", variables],
+              expect_success=False, on_message=on_message)  # fmt: skip
+    warehouse.reader.sql(f"alter table {hidden} rename to {lock}")
+    assert not run.success
+    assert "is not found at the end of this run: nothing was published" in run.log, run.log[-2000:]
+    holder = warehouse.spark.sql(f"select holder from {lock}").first()[0]
+    assert holder is not None  # still held: the operator ends it
+    dbt(["run-operation", "release_run_lock", "--args", f"{{holder: {holder}}}",
+         "--vars", json.dumps({"schema_prefix": PREFIX})])  # fmt: skip
