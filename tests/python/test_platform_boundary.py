@@ -1,0 +1,88 @@
+"""The boundary between the `lakehouse` adapter and this warehouse, read from the source (no
+Spark, under a second). The adapter (`dbt/adapters/lakehouse`, its macros in
+`dbt/include/lakehouse/macros`) is what any dbt project on Spark + Iceberg gets by installing
+it; the project's `macros/` is this warehouse's own. dbt resolves a macro call in the root
+project before the adapter, so an adapter macro may call a project macro and still work here,
+and break in every other project; and a project macro of the same name silently replaces the
+adapter's. The calls and imports that still cross are listed below: the platform's move into
+the adapter takes them off one by one, and none may be added.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from scripts.spark_config import PROJECT_DIR
+
+ADAPTER_MACROS = PROJECT_DIR / "dbt" / "include" / "lakehouse" / "macros"
+ADAPTER_CODE = PROJECT_DIR / "dbt" / "adapters" / "lakehouse"
+PROJECT_MACROS = PROJECT_DIR / "macros"
+DEFINITION = re.compile(r"\{%-?\s*(?:macro|materialization)\s+(\w+)")
+CALL = re.compile(r"(?<![\w.])(\w+)\s*\(")
+JINJA_COMMENT = re.compile(r"\{#.*?#\}", re.DOTALL)
+SCRIPTS_IMPORT = re.compile(r"^\s*(?:from|import)\s+(scripts[\w.]*)", re.MULTILINE)
+
+# adapter macro file -> the project macros it still calls (to move into the adapter)
+CROSSING_CALLS = {
+    "adapters/create_table_as.sql": {"wap_active_branch"},
+    "materializations/incremental/incremental.sql": {
+        "backfill_finish", "backfill_head", "backfill_rows", "clear_days_left_empty",
+        "model_backfill", "written_head",
+    },
+    "materializations/incremental/strategies.sql": {"_safe_predicate"},
+    "materializations/test.sql": {"wap_session"},
+}  # fmt: skip
+# adapter module -> the project modules it still imports (session start, paths, results)
+CROSSING_IMPORTS = {
+    "connections.py": {
+        "scripts.pyhive_results", "scripts.spark_config", "scripts.session", "scripts.object_store",
+    },
+    "impl.py": {"scripts.spark_config"},
+}  # fmt: skip
+
+
+def definitions(root: Path) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.sql")):
+        for name in DEFINITION.findall(path.read_text()):
+            found.setdefault(name, path)
+    return found
+
+
+def calls_into_project() -> dict[str, set[str]]:
+    """adapter macro file -> the macros it calls that only the project defines."""
+    project_only = set(definitions(PROJECT_MACROS)) - set(definitions(ADAPTER_MACROS))
+    crossing: dict[str, set[str]] = {}
+    for path in sorted(ADAPTER_MACROS.rglob("*.sql")):
+        text = JINJA_COMMENT.sub("", path.read_text())
+        called = {name for name in CALL.findall(text) if name in project_only}
+        if called:
+            crossing[path.relative_to(ADAPTER_MACROS).as_posix()] = called
+    return crossing
+
+
+def test_no_macro_is_defined_both_in_the_adapter_and_in_the_project():
+    adapter, project = definitions(ADAPTER_MACROS), definitions(PROJECT_MACROS)
+    assert adapter, "no adapter macro found"
+    assert sorted(set(adapter) & set(project)) == []
+
+
+def test_the_adapters_macros_call_no_project_macro_beyond_the_known_crossings():
+    crossing = calls_into_project()
+    added = {
+        path: names - CROSSING_CALLS.get(path, set())
+        for path, names in crossing.items()
+        if names - CROSSING_CALLS.get(path, set())
+    }
+    assert added == {}, "adapter macros calling macros only this project defines"
+    assert crossing == CROSSING_CALLS, "a crossing is gone: take it off CROSSING_CALLS"
+
+
+def test_the_adapters_code_imports_no_project_module_beyond_the_known_crossings():
+    imports = {}
+    for path in sorted(ADAPTER_CODE.glob("*.py")):
+        found = set(SCRIPTS_IMPORT.findall(path.read_text()))
+        if found:
+            imports[path.name] = found
+    assert imports == CROSSING_IMPORTS
