@@ -30,7 +30,6 @@ CROSSING_CALLS = {
         "backfill_finish", "backfill_head", "backfill_rows", "clear_days_left_empty",
         "model_backfill", "written_head",
     },
-    "materializations/incremental/strategies.sql": {"_safe_predicate"},
     "materializations/test.sql": {"wap_session"},
 }  # fmt: skip
 # adapter module -> the project modules it still imports (session start, paths, results)
