@@ -7,6 +7,8 @@
       materializations/  seed.sql (load_csv_rows), test.sql (get_test_sql), incremental/
                          (the incremental materialization, strategies.sql's get_merge_sql,
                          on_schema_change.sql's column changes)
+      schema_evolution/  rename_column, widen_column, drop_column: run-operations that change a
+                         table's schema in its metadata only, never rewriting its files
       validation/        _safe_predicate: the one guard for a predicate or an option a macro
                          renders into a statement (the merge's and the maintenance's)
     Each override is named `lakehouse__<dbt-spark's name>`: for `type: lakehouse` dbt dispatches

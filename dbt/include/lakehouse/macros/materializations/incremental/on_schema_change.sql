@@ -59,7 +59,7 @@
 
 {#- Whether Iceberg changes `current` to `wanted` in place (metadata only): int or integer -> bigint,
     float -> double, decimal(P,S) -> decimal(P2,S) with P2 > P. Also used by the project's
-    widen_column operation (macros/schema_evolution/). -#}
+    widen_column operation (schema_evolution/ beside it). -#}
 {% macro _iceberg_widens(current, wanted) %}
     {%- set current = current | lower | replace(' ', '') -%}
     {%- set wanted = wanted | lower | replace(' ', '') -%}
