@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 import yaml
+from scratch_project import copy_project
 
 from scripts.landing import LandingZone
 from scripts.spark_config import PROJECT_DIR
@@ -39,15 +39,6 @@ BUILD = [
 ]  # fmt: skip
 BLOCK = re.compile(r"^```[a-z]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 FILE_MARKER = re.compile(r"^(?:#|--) (file|add to): (\S+)\n")
-
-
-def copy_project(root: Path) -> Path:
-    root.mkdir(parents=True)
-    for name in ("dbt_project.yml", "selectors.yml"):
-        shutil.copy(PROJECT_DIR / name, root / name)
-    for folder in ("models", "macros", "snapshots", "tests/dbt"):
-        shutil.copytree(PROJECT_DIR / folder, root / folder)
-    return root
 
 
 def apply_page(project: Path, page: str) -> list[str]:

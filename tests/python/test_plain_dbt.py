@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from scratch_project import copy_project
 
 from scripts.generate_landing import main as generate_landing
 from scripts.spark_config import PROJECT_DIR, environment_without_project_settings
@@ -240,12 +241,7 @@ def test_nightly_maintenance_operation(plain_dbt: PlainDbt):
 @pytest.fixture(scope="module")
 def project_copy(plain_dbt: PlainDbt, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The project's dbt files in a scratch folder, to change a model or add a test."""
-    copy = tmp_path_factory.mktemp("project")
-    for name in ("dbt_project.yml", "selectors.yml"):
-        shutil.copy(PROJECT_DIR / name, copy / name)
-    for folder in ("models", "macros", "snapshots", "profiles", "tests/dbt"):
-        shutil.copytree(PROJECT_DIR / folder, copy / folder)
-    return copy
+    return copy_project(tmp_path_factory.mktemp("project"), also=("profiles",))
 
 
 def edit(path: Path, change: Callable[[str], str]) -> None:

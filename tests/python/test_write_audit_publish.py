@@ -31,11 +31,11 @@ from layers import (
     check_layers,
     truth,
 )
+from scratch_project import copy_project
 from test_warehouse import TABLES
 
 from scripts.generate_landing import LandingGenerator, Scale
 from scripts.landing import LandingZone
-from scripts.spark_config import PROJECT_DIR
 
 PREFIX = "wap_"
 SEED = 61
@@ -453,12 +453,7 @@ def test_a_schema_name_rendered_with_whitespace_still_finds_the_lock_and_publish
     name between newlines and indentation. dbt strips them for a model's schema; the run lock
     and the run records are found under the same name, so the run publishes and releases its
     lock instead of ending green with neither."""
-    project = tmp_path / "project"
-    project.mkdir()
-    for name in ("dbt_project.yml", "selectors.yml"):
-        shutil.copy(PROJECT_DIR / name, project / name)
-    for folder in ("models", "macros", "snapshots", "tests/dbt"):
-        shutil.copytree(PROJECT_DIR / folder, project / folder)
+    project = copy_project(tmp_path / "project")
     (project / "macros/naming/generate_schema_name.sql").write_text(
         "{% macro generate_schema_name(custom_schema_name, node) %}\n"
         "    {{ var('schema_prefix', '') ~ ((custom_schema_name or target.schema) | trim) }}\n"
