@@ -7,7 +7,7 @@
     {{ return(adapter.dispatch('remove_orphan_files')(relation, older_than_hours, dry_run)) }}
 {% endmacro %}
 
-{% macro spark__remove_orphan_files(relation, older_than_hours, dry_run) %}
+{% macro lakehouse__remove_orphan_files(relation, older_than_hours, dry_run) %}
     {%- set table_name = _iceberg_table_name(relation) -%}
     {%- set safe_minimum = var('orphan_files_min_age_hours', 24) | float(24) -%}  {#- unparsable: the safe default -#}
     {%- set hours = older_than_hours | float(-1) -%}

@@ -4,7 +4,7 @@
     {{ return(adapter.dispatch('rewrite_manifests')(relation, use_caching)) }}
 {% endmacro %}
 
-{% macro spark__rewrite_manifests(relation, use_caching) %}
+{% macro lakehouse__rewrite_manifests(relation, use_caching) %}
     {%- set table_name = _iceberg_table_name(relation) -%}
     {%- if use_caching is not boolean -%}
         {{ exceptions.raise_compiler_error("rewrite_manifests: use_caching must be true or false for " ~ table_name) }}

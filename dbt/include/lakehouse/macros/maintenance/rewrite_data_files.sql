@@ -8,7 +8,7 @@
     {{ return(adapter.dispatch('rewrite_data_files')(relation, strategy, sort_order, zorder_by, where, options)) }}
 {% endmacro %}
 
-{% macro spark__rewrite_data_files(relation, strategy, sort_order, zorder_by, where, options) %}
+{% macro lakehouse__rewrite_data_files(relation, strategy, sort_order, zorder_by, where, options) %}
     {%- set table_name = _iceberg_table_name(relation) -%}
     {%- if strategy not in ['binpack', 'sort', 'zorder'] -%}
         {{ exceptions.raise_compiler_error("rewrite_data_files: unknown strategy '" ~ strategy ~ "' for " ~ table_name ~ "; use binpack, sort or zorder") }}

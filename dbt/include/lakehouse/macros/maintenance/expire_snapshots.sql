@@ -6,7 +6,7 @@
     {{ return(adapter.dispatch('expire_snapshots')(relation, older_than_hours, retain_last, min_window_hours)) }}
 {% endmacro %}
 
-{% macro spark__expire_snapshots(relation, older_than_hours, retain_last, min_window_hours) %}
+{% macro lakehouse__expire_snapshots(relation, older_than_hours, retain_last, min_window_hours) %}
     {%- set table_name = _iceberg_table_name(relation) -%}
     {#- config values rendered from vars arrive as strings; -1 marks "not a number" -#}
     {%- set older_than_hours = older_than_hours | float(-1) -%}

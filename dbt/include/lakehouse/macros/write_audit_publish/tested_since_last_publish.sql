@@ -43,7 +43,7 @@
     `where` holding it is dropped and the test reads the whole table. `__relation__` names the
     tested relation (a test of touched partitions: `day in (select day from __relation__
     where __since_last_publish__(...))`). -#}
-{% macro get_where_subquery(relation) -%}
+{% macro lakehouse__get_where_subquery(relation) -%}
     {%- set where = config.get('where', '') -%}
     {%- set placeholder = '__since_last_publish__\\(([A-Za-z_][A-Za-z0-9_]*)\\)' -%}
     {%- if where and modules.re.search(placeholder, where) -%}

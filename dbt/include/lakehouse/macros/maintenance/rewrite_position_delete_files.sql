@@ -4,7 +4,7 @@
     {{ return(adapter.dispatch('rewrite_position_delete_files')(relation, options)) }}
 {% endmacro %}
 
-{% macro spark__rewrite_position_delete_files(relation, options) %}
+{% macro lakehouse__rewrite_position_delete_files(relation, options) %}
     {%- set table_name = _iceberg_table_name(relation) -%}
     {%- set merged = _iceberg_options({}, options, 'rewrite_position_delete_files', [
         'rewrite-all', 'min-input-files', 'target-file-size-bytes', 'min-file-size-bytes',

@@ -5,7 +5,7 @@
     {{ return(adapter.dispatch('compute_table_stats')(relation, columns)) }}
 {% endmacro %}
 
-{% macro spark__compute_table_stats(relation, columns) %}
+{% macro lakehouse__compute_table_stats(relation, columns) %}
     {%- set table_name = _iceberg_table_name(relation) -%}
     call spark_catalog.system.compute_table_stats(
         table => '{{ table_name }}'
