@@ -136,7 +136,7 @@ def _node_name(event: Output, invocation: Any) -> str:
 
 
 class PublishOutcome:
-    """What the run's on-run-end said about its publish (dbt/include/lakehouse/macros/write_audit_publish)."""
+    """What the run's on-run-end said about its publish (the adapter's write_audit_publish/)."""
 
     PUBLISHED = re.compile(r"write-audit-publish: run (\d+) published (\d+) tables")
     KEPT = re.compile(r"write-audit-publish: run (\d+) (not published|publish stopped): (.*)")
