@@ -1,5 +1,5 @@
-{#- Where the maintenance log lives: <schema_prefix><maintenance_log_schema>.maintenance_log. -#}
+{#- Where the maintenance log lives: beside the run lock and the run records, in the
+    platform's schema. -#}
 {% macro iceberg_maintenance_log_relation() %}
-    {%- set schema = var('schema_prefix', '') ~ var('maintenance_log_schema', 'ops') -%}
-    {{ return(api.Relation.create(schema=schema, identifier='maintenance_log', type='table')) }}
+    {{ return(api.Relation.create(schema=platform_schema(), identifier='maintenance_log', type='table')) }}
 {% endmacro %}

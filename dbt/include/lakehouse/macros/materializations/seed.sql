@@ -38,3 +38,27 @@
         else (value.isoformat() if value is not string and value.isoformat is defined else value | string) -%}
     {{ return("'" ~ (text | replace('\\', '\\\\') | replace("'", "\\'")) ~ "'") }}
 {% endmacro %}
+
+{#- Override: dbt-spark drops and recreates a seed's table on every load, which would change
+    main in a write-audit-publish run before its tests ran. A seed's Iceberg table whose
+    columns are unchanged is emptied on the run's branch instead (wap_session, the seed's
+    pre-hook, prepared it) and the rows are inserted there; main sees them when the run
+    publishes. Without a branch, on a full refresh, or when the CSV's columns changed, the
+    table is replaced as dbt-spark does. -#}
+{% macro lakehouse__reset_csv_table(model, full_refresh, old_relation, agate_table) %}
+    {%- set branch = wap_active_branch() -%}
+    {%- if branch and not full_refresh and model.config.get('file_format') == 'iceberg'
+          and _seed_columns_unchanged(old_relation, agate_table) -%}
+        {%- set sql = 'delete from ' ~ old_relation.render() -%}
+        {%- call statement('_') -%}{{ sql }}{%- endcall -%}
+        {{ return(sql) }}
+    {%- endif -%}
+    {{ return(spark__reset_csv_table(model, full_refresh, old_relation, agate_table)) }}
+{% endmacro %}
+
+{#- Whether the seed's table has the CSV's columns, in order (names compared in lower case). -#}
+{% macro _seed_columns_unchanged(relation, agate_table) %}
+    {%- set existing = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
+    {%- set wanted = agate_table.column_names | map('string') | map('lower') | list -%}
+    {{ return(existing == wanted) }}
+{% endmacro %}

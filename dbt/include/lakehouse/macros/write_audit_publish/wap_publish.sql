@@ -52,14 +52,11 @@
     {{ log("write-audit-publish: run " ~ lock.load_id ~ " published " ~ published | length ~ " tables, tagged run_" ~ lock.load_id, info=true) }}
 {% endmacro %}
 
-{#- The Iceberg tables this run's models and snapshots wrote, in the order they finished:
+{#- The Iceberg tables this run's models, snapshots and seeds wrote, in the order they finished:
     [{relation, node}]. -#}
 {% macro _wap_candidates() %}
     {%- set candidates = [] -%}
-    {%- for result in results
-          if result.node.resource_type in ['model', 'snapshot'] and result.status == 'success'
-          and result.node.config.get('file_format') == 'iceberg'
-          and result.node.config.get('materialized') in ['table', 'incremental', 'snapshot'] -%}
+    {%- for result in results if result.status == 'success' and wap_writes_table(result.node) -%}
         {%- do candidates.append({'node': result.node, 'relation': api.Relation.create(
             database=result.node.database, schema=result.node.schema, identifier=result.node.alias, type='table')}) -%}
     {%- endfor -%}
@@ -245,9 +242,7 @@
     {%- if not modules.re.fullmatch('wap_[0-9]+', branch | string) -%}
         {{ exceptions.raise_compiler_error("wap_drop_branch: branch must look like wap_<load id>, got " ~ branch) }}
     {%- endif -%}
-    {%- for node in graph.nodes.values()
-          if node.resource_type in ['model', 'snapshot'] and node.config.get('file_format') == 'iceberg'
-          and node.config.materialized in ['table', 'incremental', 'snapshot'] -%}
+    {%- for node in graph.nodes.values() if wap_writes_table(node) -%}
         {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
         {%- if relation is not none and run_query("select 1 from " ~ relation ~ ".refs where name = '" ~ branch ~ "'").rows -%}
             {%- do run_query("alter table " ~ relation ~ " drop branch " ~ branch) -%}

@@ -62,8 +62,7 @@
             {%- do run_query('set spark.wap.branch = ' ~ branch) -%}
         {%- endif -%}
     {%- endif -%}
-    {%- if branch is none or relation is none or model.config.get('file_format') != 'iceberg'
-          or model.config.get('materialized') not in ['table', 'incremental', 'snapshot'] -%}
+    {%- if branch is none or relation is none or not wap_writes_table(model) -%}
         {{ return('') }}
     {%- endif -%}
     {%- set existing = load_relation(relation) -%}
@@ -75,6 +74,13 @@
         {{ log(relation ~ ": write.wap.enabled set (write-audit-publish)", info=true) }}
     {%- endif -%}
     {{ return('') }}
+{% endmacro %}
+
+{#- Whether `node` writes an Iceberg table that write-audit-publish keeps on the run's branch:
+    a model materialized as a table or incremental, a snapshot, a seed. -#}
+{% macro wap_writes_table(node) %}
+    {{ return(node.resource_type in ['model', 'snapshot', 'seed'] and node.config.get('file_format') == 'iceberg'
+        and node.config.get('materialized') in ['table', 'incremental', 'snapshot', 'seed']) }}
 {% endmacro %}
 
 {#- The branch of the run this invocation holds the lock for, or none (no lock table, or

@@ -35,7 +35,8 @@
     {%- set tmp_relation = tmp_relation.include(database=false, schema=false) -%}
   {%- endif -%}
 
-  {#-- project: a backfill replaces its days, whatever the model's strategy --#}
+  {#-- a backfill replaces its days, whatever the model's strategy: none unless the project
+      defines model_backfill (this adapter's is the default, model_backfill.sql) --#}
   {%- set backfill = model_backfill() -%}
   {#-- project: the days the model's SQL recomputes (touched_days), noted while dbt rendered it --#}
   {%- set recomputed_days = adapter.recomputed_days(this) -%}
