@@ -84,7 +84,8 @@
 {% endmacro %}
 
 {% macro completeness_allowance_hours() %}
-    {{- return(var('completeness_allowance_hours', var('max_event_lateness_days') * 24) | int) -}}
+    {%- set allowance = var('completeness_allowance_hours') -%}
+    {{- return((var('max_event_lateness_days') * 24 if allowance is none else allowance) | int) -}}
 {% endmacro %}
 
 {#- `dbt run-operation completeness`: the watermark of every model that records one. -#}

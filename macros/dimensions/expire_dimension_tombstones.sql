@@ -8,7 +8,7 @@
         dbt run-operation expire_dimension_tombstones --args '{retention_days: 60}' -#}
 {% macro expire_dimension_tombstones(retention_days=none) %}
     {%- set days = retention_days if retention_days is not none
-        else var('tombstone_retention_days', 30) -%}
+        else var('tombstone_retention_days') -%}
     {%- if days | int < 1 -%}
         {{ exceptions.raise_compiler_error("expire_dimension_tombstones: retention_days must be at least 1, got " ~ days) }}
     {%- endif -%}

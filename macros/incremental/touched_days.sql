@@ -105,7 +105,7 @@
     var publish_complete_days_only (macros/completeness/). -#}
 {% macro touched_event_days(upstream, target_column='_max_load_id') %}
     {%- set days = touched_days(upstream, 'event_date', target_column=target_column) -%}
-    {%- if execute and model.resource_type != 'unit_test' and var('publish_complete_days_only', false)
+    {%- if execute and model.resource_type != 'unit_test' and var('publish_complete_days_only')
           and not model_backfill() -%}
         {%- set days = complete_days_only(upstream, days) -%}
         {%- do adapter.note_recomputed_days(this, days) -%}

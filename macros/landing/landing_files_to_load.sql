@@ -112,7 +112,7 @@
     that never rolls its file (a run's cost and shuffle follow the file), not a memory limit.
     What remains bounded by memory is one line (a Java string, under 2 GiB). Default 16 GiB. -#}
 {% macro landing_max_file_bytes() %}
-    {%- set limit = var('landing_max_file_bytes', 17179869184) -%}
+    {%- set limit = var('landing_max_file_bytes') -%}
     {%- if limit is not number or limit < 1 -%}
         {{ exceptions.raise_compiler_error("var landing_max_file_bytes must be a positive number of bytes, got " ~ limit) }}
     {%- endif -%}

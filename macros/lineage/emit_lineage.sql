@@ -2,7 +2,7 @@
     adapter's emit_lineage, dbt/adapters/lakehouse/lineage.py). Off with
     --vars '{openlineage: false}'. A failure to send is logged, never raised. -#}
 {% macro emit_lineage() %}
-    {%- if not execute or not (var('openlineage', true) | string | lower in ['true', '1', 'yes']) -%}{{ return('') }}{%- endif -%}
+    {%- if not execute or not (var('openlineage') | string | lower in ['true', '1', 'yes']) -%}{{ return('') }}{%- endif -%}
     {%- set nodes = {} -%}
     {%- do nodes.update(graph.nodes) -%}
     {%- do nodes.update(graph.sources) -%}

@@ -71,7 +71,7 @@ select
         when folders.is_complete then 'not_loaded_yet'
         when
             listed.file_modified_at
-            < current_timestamp() - make_interval(0, 0, 0, 0, {{ var('landing_abandoned_after_hours', 24) }})
+            < current_timestamp() - make_interval(0, 0, 0, 0, {{ var('landing_abandoned_after_hours') }})
             then 'abandoned'
         else 'waiting_for_marker'
     end as file_state

@@ -98,3 +98,76 @@ def test_the_adapters_code_imports_no_project_module_beyond_the_known_crossings(
         if found:
             imports[path.name] = found
     assert imports == CROSSING_IMPORTS
+
+
+# --- vars: each defaulted in one place ---------------------------------------------------
+VAR_READ = re.compile(r"(?<![\w.])var\(\s*['\"](\w+)['\"]\s*(?:,\s*([^)]*?)\s*)?\)")
+ADAPTER_VAR_READ = re.compile(r"lakehouse_var\(\s*['\"](\w+)['\"]\s*\)")
+DEFAULTS_MACRO = ADAPTER_MACROS / "configuration" / "lakehouse_var.sql"
+PROJECT_SOURCES = ("macros", "models", "snapshots", "tests/dbt", "dbt_project.yml")
+
+
+def project_files() -> list[Path]:
+    found: list[Path] = []
+    for name in PROJECT_SOURCES:
+        path = PROJECT_DIR / name
+        found += (
+            [path] if path.is_file() else sorted(path.rglob("*.sql")) + sorted(path.rglob("*.yml"))
+        )
+    return found
+
+
+def adapter_defaults() -> dict[str, str]:
+    """{var: its default as written} from lakehouse_var_defaults."""
+    table = DEFAULTS_MACRO.read_text().split("lakehouse_var_defaults() %}", 1)[1]
+    table = table.split("{% endmacro", 1)[0]
+    return dict(re.findall(r"^\s{8}'(\w+)': ([^\n]*?),?$", table, re.MULTILINE))
+
+
+def test_the_adapter_reads_its_vars_through_one_table_of_defaults():
+    """`lakehouse_var(name)` is the adapter's only way to read a var, and every name it asks
+    for has its default in lakehouse_var_defaults: a project that sets none still runs, and no
+    default is written twice."""
+    defaults = set(adapter_defaults())
+    assert {"write_audit_publish", "run_lock_ttl_minutes", "on_maintenance_error"} <= defaults
+    direct, unknown = [], set()
+    for path in sorted(ADAPTER_MACROS.rglob("*.sql")):
+        text = JINJA_COMMENT.sub("", path.read_text())
+        if path != DEFAULTS_MACRO:
+            direct += [f"{path.name}: var('{name}')" for name, _ in VAR_READ.findall(text)]
+        unknown |= set(ADAPTER_VAR_READ.findall(text)) - defaults
+    assert direct == [], "an adapter macro reading a var without lakehouse_var"
+    assert unknown == set(), "lakehouse_var names without a default"
+
+
+def test_every_var_the_project_reads_is_declared_once_in_dbt_project_yml():
+    """The warehouse's macros and models read a var as var('<name>'), declared with its value
+    in dbt_project.yml's `vars:`; the adapter's vars are set there only to change them.
+    dbt renders the configs of dbt_project.yml itself with --vars alone, so a var read there
+    has its default where it is read, once, and is not declared as well; one that is also
+    the adapter's has the adapter's default."""
+    import yaml
+
+    project_yml = PROJECT_DIR / "dbt_project.yml"
+    declared = set(yaml.safe_load(project_yml.read_text())["vars"])
+    adapter = adapter_defaults()
+    inline, undeclared = [], set()
+    for path in project_files():
+        if path == project_yml:
+            continue
+        for name, default in VAR_READ.findall(JINJA_COMMENT.sub("", path.read_text())):
+            if default:
+                inline.append(f"{path.relative_to(PROJECT_DIR)}: var('{name}', {default})")
+            if name not in declared and name not in adapter:
+                undeclared.add(name)
+    assert inline == [], "a default written where the var is read"
+    assert undeclared == set(), "vars read but not declared in dbt_project.yml"
+    assert declared & set(adapter) == set(), "an adapter var declared again"
+    in_configs = VAR_READ.findall(project_yml.read_text().split("\nvars:", 1)[1])
+    names = [name for name, _ in in_configs]
+    assert in_configs and all(default for _, default in in_configs), "a config var without default"
+    assert len(names) == len(set(names)), "a config var defaulted twice"
+    assert set(names).isdisjoint(declared), "a config var also declared in vars:"
+    assert {n: d for n, d in in_configs if n in adapter} == {
+        n: adapter[n] for n in names if n in adapter
+    }

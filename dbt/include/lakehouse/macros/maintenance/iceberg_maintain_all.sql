@@ -24,7 +24,7 @@
         {%- if relation is none -%}
             {{ log("maintenance " ~ node.schema ~ "." ~ node.alias ~ ": not built yet, skipped", info=true) }}
         {%- else -%}
-            {%- set on_error = node.config.get('on_maintenance_error') or var('on_maintenance_error', 'warn') -%}
+            {%- set on_error = node.config.get('on_maintenance_error') or lakehouse_var('on_maintenance_error') -%}
             {%- set policy = dict(node.config.get('maintenance') or {}) -%}
             {%- if not remove_orphans -%}{%- do policy.pop('remove_orphan_files', none) -%}{%- endif -%}
             {%- set run = iceberg_maintain(relation, policy, node.config.get('tblproperties') or {},
@@ -38,9 +38,7 @@
     {%- if wanted is none -%}
         {%- set log_table = iceberg_maintenance_log_relation() -%}
         {%- if adapter.get_relation(database=none, schema=log_table.schema, identifier=log_table.identifier) is not none -%}
-            {%- do iceberg_maintain(log_table, var('maintenance_log_policy', {
-                    'rewrite_data_files': {'min_small_files': 5},
-                    'expire_snapshots': {'older_than_hours': 72, 'retain_last': 10}}),
+            {%- do iceberg_maintain(log_table, lakehouse_var('maintenance_log_policy'),
                     {}, nightly=true, on_error='warn', trigger='nightly') -%}
         {%- endif -%}
     {%- endif -%}

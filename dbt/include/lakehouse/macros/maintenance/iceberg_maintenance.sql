@@ -20,7 +20,7 @@
         {{ return('') }}
     {%- endif -%}
     {%- do iceberg_maintain(relation, policy, config.get('tblproperties') or {}, nightly=false,
-                            on_error=config.get('on_maintenance_error') or var('on_maintenance_error', 'warn'),
+                            on_error=config.get('on_maintenance_error') or lakehouse_var('on_maintenance_error'),
                             trigger='post-hook') -%}
     {{ return('') }}
 {% endmacro %}
@@ -28,7 +28,7 @@
 {#- A model's maintenance policy for this run: its config with var maintenance_overrides applied. -#}
 {% macro maintenance_policy(model_name, configured) %}
     {%- set policy = dict(configured or {}) -%}
-    {%- set overrides = (var('maintenance_overrides', {}) or {}).get(model_name) or {} -%}
+    {%- set overrides = (lakehouse_var('maintenance_overrides') or {}).get(model_name) or {} -%}
     {%- for step, settings in overrides.items() -%}
         {%- if settings is none -%}
             {%- do policy.pop(step, none) -%}

@@ -4,7 +4,7 @@
     the first write finds none. Never raises: returns '' or the error text. Off with
     --vars '{maintenance_log: false}'. -#}
 {% macro iceberg_maintenance_log_write(rows) %}
-    {%- if not (var('maintenance_log', true) | string | lower in ['true', '1', 'yes']) -%}{{ return('') }}{%- endif -%}
+    {%- if not (lakehouse_var('maintenance_log') | string | lower in ['true', '1', 'yes']) -%}{{ return('') }}{%- endif -%}
     {%- set relation = iceberg_maintenance_log_relation() -%}
     {%- set logged_at = modules.datetime.datetime.utcnow().isoformat() -%}
     {%- set logged = [] -%}

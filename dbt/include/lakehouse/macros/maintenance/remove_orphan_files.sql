@@ -9,7 +9,7 @@
 
 {% macro lakehouse__remove_orphan_files(relation, older_than_hours, dry_run) %}
     {%- set table_name = _iceberg_table_name(relation) -%}
-    {%- set safe_minimum = var('orphan_files_min_age_hours', 24) | float(24) -%}  {#- unparsable: the safe default -#}
+    {%- set safe_minimum = lakehouse_var('orphan_files_min_age_hours') | float(24) -%}  {#- unparsable: the safe default -#}
     {%- set hours = older_than_hours | float(-1) -%}
     {#- written as `not >=` so that NaN ('nan' from a var) is refused too -#}
     {%- if not (hours >= safe_minimum) -%}

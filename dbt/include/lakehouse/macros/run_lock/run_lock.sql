@@ -24,7 +24,7 @@
 {% macro acquire_run_lock(operation=false) %}
     {%- if not execute or not (operation or run_takes_lock()) -%}{{ return('') }}{%- endif -%}
     {%- set lock = run_lock_relation() -%}
-    {%- set ttl = var('run_lock_ttl_minutes', 180) | int -%}
+    {%- set ttl = lakehouse_var('run_lock_ttl_minutes') | int -%}
     {%- set call = "'acquire', '" ~ lock ~ "', '" ~ invocation_id ~ "', cast(" ~ ttl ~ " as bigint)" -%}
     {%- set held = _run_lock_call(call) -%}
     {%- if held.missing -%}  {#- a warehouse's first run -#}

@@ -83,7 +83,7 @@
     {%- set runs = wap_runs_relation() -%}
     {%- if load_relation(runs) is none -%}{{ return([]) }}{%- endif -%}
     {%- set rows = run_query("select branch from " ~ runs ~ " where status != 'published' and finished_at < current_timestamp() - make_interval(0, 0, 0, 0, "
-        ~ var('wap_failed_branch_retention_hours', 72) | int ~ ")").rows -%}
+        ~ lakehouse_var('wap_failed_branch_retention_hours') | int ~ ")").rows -%}
     {{ return(rows | map(attribute=0) | list) }}
 {% endmacro %}
 
@@ -98,8 +98,8 @@
     {%- if not names -%}{{ return([]) }}{%- endif -%}
     {%- set hour_ms = 3600000 -%}
     {#- in milliseconds from the hours (or days) as given: 0.5 h is 1,800,000 ms, not 0 -#}
-    {%- set run_tag_ms = (var('wap_run_tag_retention_hours', var('snapshot_retention_hours', 72)) | float * hour_ms) | int -%}
-    {%- set day_tag_ms = (var('wap_daily_tag_retention_days', 30) | float * 24 * hour_ms) | int -%}
+    {%- set run_tag_ms = ((lakehouse_var('wap_run_tag_retention_hours') or lakehouse_var('snapshot_retention_hours')) | float * hour_ms) | int -%}
+    {%- set day_tag_ms = (lakehouse_var('wap_daily_tag_retention_days') | float * 24 * hour_ms) | int -%}
     {%- if run_tag_ms <= 0 or day_tag_ms <= 0 -%}
         {{ return([{'stop': "the tags of run " ~ lock.load_id ~ " need a retention above 0 (vars wap_run_tag_retention_hours or snapshot_retention_hours, and wap_daily_tag_retention_days): main left untouched"}]) }}
     {%- endif -%}
@@ -139,7 +139,7 @@
         {%- set run = iceberg_maintain(table.relation, maintenance_policy(table.node.name, config.get('maintenance')),
                                        config.get('tblproperties') or {}, nightly=false, on_error='warn',
                                        trigger='post-publish', log_rows=log_rows) -%}
-        {%- if run.outcome.errors and (config.get('on_maintenance_error') or var('on_maintenance_error', 'warn')) == 'fail' -%}
+        {%- if run.outcome.errors and (config.get('on_maintenance_error') or lakehouse_var('on_maintenance_error')) == 'fail' -%}
             {%- do failed.append(table.relation ~ ': ' ~ (run.outcome.errors | join('; '))) -%}
         {%- endif -%}
     {%- endfor -%}
@@ -154,7 +154,7 @@
     {%- set lines = [
         "write-audit-publish: run " ~ lock.load_id ~ " " ~ ("not published" if status == 'failed' else "publish stopped") ~ ": " ~ reason ~ ".",
         "  main is unchanged on " ~ ((names | join(', ')) or 'every table') ~ (("; published before the stop: " ~ (published | map(attribute='relation') | map('string') | join(', '))) if published else '') ~ ".",
-        "  Branch " ~ branch ~ " is kept for " ~ var('wap_failed_branch_retention_hours', 72) ~ " h (var wap_failed_branch_retention_hours); a later published run drops it.",
+        "  Branch " ~ branch ~ " is kept for " ~ lakehouse_var('wap_failed_branch_retention_hours') ~ " h (var wap_failed_branch_retention_hours); a later published run drops it.",
         "  Inspect: select * from " ~ (names[0] if names else '<table>') ~ " version as of '" ~ branch ~ "'",
         "  Drop now: dbt run-operation wap_drop_branch --args '{branch: " ~ branch ~ "}'"] -%}
     {%- if status == 'failed' -%}

@@ -10,7 +10,7 @@
 
 {% macro wap_requested() %}
     {%- if not run_takes_lock() -%}{{ return(false) }}{%- endif -%}
-    {%- set setting = var('write_audit_publish', 'scheduled') | string | lower -%}
+    {%- set setting = lakehouse_var('write_audit_publish') | string | lower -%}
     {%- if setting in ['true', 'false'] -%}{{ return(setting == 'true') }}{%- endif -%}
     {%- if setting != 'scheduled' -%}
         {{ exceptions.raise_compiler_error("var write_audit_publish must be scheduled, true or false, got '" ~ setting ~ "'") }}

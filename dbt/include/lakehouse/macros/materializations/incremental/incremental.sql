@@ -141,7 +141,7 @@
     matches on every column). Otherwise no predicate, a plain emptiness check. -#}
 {% macro _merge_source_keys(tmp_relation, unique_key) %}
   {%- if not execute -%}{{ return(none) }}{%- endif -%}
-  {%- set limit = var('merge_key_literals_limit', 10000) | int -%}
+  {%- set limit = lakehouse_var('merge_key_literals_limit') | int -%}
   {%- if not unique_key -%}
     {%- set empty = run_query('select 1 from ' ~ tmp_relation ~ ' limit 1').rows | length == 0 -%}
     {{ return({'empty': empty, 'predicate': none}) }}
