@@ -11,8 +11,10 @@ from dbt.adapters.base import available
 from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.exceptions import CompilationError
 from dbt_common.invocation import get_invocation_id
 
+from dbt.adapters.lakehouse import maintenance
 from dbt.adapters.lakehouse.connections import LakehouseConnectionManager
 
 # Statements that read and leave every table's columns as they were.
@@ -67,6 +69,38 @@ class LakehouseAdapter(SparkAdapter):
             message = " ".join(str(error).split())
             return {"table": None, "error": message[:2000] or type(error).__name__}
         return {"table": table, "error": None}
+
+    @available
+    def maintenance_policy(self, policy: dict[str, Any] | None, table: str) -> maintenance.Policy:
+        """A model's maintenance policy, checked (maintenance.read_policy): a policy that
+        cannot be applied fails the model at compile time, naming the table and setting."""
+        try:
+            return maintenance.read_policy(policy, table)
+        except maintenance.PolicyError as error:
+            raise CompilationError(str(error)) from error
+
+    @available
+    def maintenance_summary(self, state: dict[str, Any], expire_before_ms: int) -> dict[str, Any]:
+        """The cheap read of a table summed up (maintenance.commit_summary)."""
+        return maintenance.commit_summary(state, expire_before_ms)
+
+    @available
+    def maintenance_needs_full_read(
+        self, policy: maintenance.Policy, summary: dict[str, Any], nightly: bool
+    ) -> bool:
+        """Whether to read the table's manifests too (maintenance.needs_full_read)."""
+        return maintenance.needs_full_read(policy, summary, nightly)
+
+    @available
+    def maintenance_steps(
+        self,
+        policy: maintenance.Policy,
+        summary: dict[str, Any],
+        health: dict[str, Any] | None,
+        nightly: bool,
+    ) -> list[dict[str, Any]]:
+        """Each configured step, due or not, with why (maintenance.decide_steps)."""
+        return maintenance.decide_steps(policy, summary, health, nightly)
 
     @available
     def embedded_session_setting(self, key: str) -> str | None:

@@ -6,28 +6,6 @@
     {{ log("running " ~ step ~ " on " ~ relation ~ " (maintenance: the model's own write is already committed)", info=false) }}
 {% endmacro %}
 
-{#- A step's config minus the thresholds that only steer the decision. -#}
-{% macro _maintenance_args(step_config, thresholds, relation, step) %}
-    {%- if step_config is not mapping -%}
-        {{ exceptions.raise_compiler_error("maintenance of " ~ relation ~ ": " ~ step ~ " must be a mapping of arguments, got " ~ step_config) }}
-    {%- endif -%}
-    {%- set args = {} -%}
-    {%- for name, value in step_config.items() if name not in thresholds -%}
-        {%- do args.update({name: value}) -%}
-    {%- endfor -%}
-    {{ return(args) }}
-{% endmacro %}
-
-{#- A threshold from a step's config: a number (config values rendered from vars arrive as
-    text) or a compile error naming it. -#}
-{% macro _maintenance_threshold(step_config, name, default, relation, step) %}
-    {%- set value = step_config.get(name, default) | float(-1) -%}
-    {%- if not (value >= 0) -%}
-        {{ exceptions.raise_compiler_error("maintenance of " ~ relation ~ ": " ~ step ~ "." ~ name ~ " must be a number >= 0, got " ~ step_config.get(name)) }}
-    {%- endif -%}
-    {{ return(value) }}
-{% endmacro %}
-
 {% macro _first(table, column, default='?') %}
     {%- if table is not none and column in table.column_names and table.rows | length > 0 -%}
         {%- set value = table.columns[column].values()[0] -%}
