@@ -8,7 +8,8 @@ snapshot is an Iceberg table.
 
 Fixtures overridden here, and why (the same pattern as dbt-spark's own functional tests):
 - dbt_profile_target: dbt-spark `method: session`, with the project's spark_conf('ci').
-- dbt_project_yml: adds the real macros and `+file_format: iceberg` to each class's project.
+- dbt_project_yml: adds the real macros (with the real project's vars) and
+  `+file_format: iceberg` to each class's project.
 - profiles_yml: dbt's version deletes DBT_PROFILES_DIR on teardown; the project's own dbt
   fixture set it for the whole run, so the previous value is restored.
 - Spark-specific SQL where dbt's fixtures use Postgres syntax (see each class).
@@ -122,6 +123,9 @@ def dbt_project_yml(project_root, project_config_update):
     config.update(updates)
     config = deep_merge({"models": ICEBERG, "seeds": ICEBERG, "snapshots": ICEBERG}, config)
     config["macro-paths"] = [*config.get("macro-paths", ["macros"]), str(PROJECT_DIR / "macros")]
+    # the real macros read the real project's vars, declared in its dbt_project.yml
+    real_vars = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())["vars"]
+    config["vars"] = {**real_vars, **config.get("vars", {})}
     Path(project_root, "dbt_project.yml").write_text(yaml.safe_dump(config))
     return config
 
