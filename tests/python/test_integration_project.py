@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_plain_dbt import PlainDbt, ok
+from plain_dbt import PlainDbt, main_table, newest_metadata, ok
 
 from scripts.spark_config import PROJECT_DIR
 
@@ -36,25 +36,12 @@ def consumer(tmp_path_factory: pytest.TempPathFactory) -> PlainDbt:
     return dbt
 
 
-def newest_metadata(warehouse: Path, schema: str, table: str) -> Path:
-    """The table's current metadata file: the newest written (a seed's table dropped and
-    created again starts its file numbers anew beside the old ones)."""
-    files = list((warehouse / f"{schema}.db" / table / "metadata").glob("*.metadata.json"))
-    assert files, f"{schema}.{table} is not an Iceberg table"
-    return max(files, key=lambda path: json.loads(path.read_text())["last-updated-ms"])
-
-
 def metadata(warehouse: Path, schema: str, table: str) -> dict:
-    return json.loads(newest_metadata(warehouse, schema, table).read_text())
+    return json.loads(newest_metadata(warehouse / f"{schema}.db" / table).read_text())
 
 
 def main_rows(warehouse: Path, schema: str, table: str) -> list[dict]:
-    """The rows readers of main see, read with pyiceberg (no metastore: the dbt process's
-    Derby held it)."""
-    from pyiceberg.table import StaticTable
-
-    path = newest_metadata(warehouse, schema, table)
-    return StaticTable.from_metadata(str(path)).scan().to_arrow().to_pylist()
+    return main_table(warehouse / f"{schema}.db" / table).to_pylist()
 
 
 def mains(warehouse: Path) -> dict[str, int]:

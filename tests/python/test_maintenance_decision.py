@@ -56,6 +56,8 @@ def test_a_policy_keeps_the_procedures_arguments_and_reads_thresholds_given_as_t
     assert policy.steps["rewrite_data_files"] == {"strategy": "binpack"}  # threshold taken out
     assert policy.min_small_files == 5 and policy.min_delete_files == 10
     assert (policy.window_hours, policy.retain_last, policy.slack_hours) == (48.0, 3, 24.0)
+    # a step left empty is off, as one left out
+    assert read_policy({"expire_snapshots": None, "rewrite_manifests": {}}, "t").steps == {}
 
 
 @pytest.mark.parametrize(
@@ -145,7 +147,7 @@ def test_the_full_read_waits_until_a_counter_may_pass_its_threshold():
     assert needs_full_read(policy, summary(checked_at_ms=-1), nightly=False)
     assert needs_full_read(policy, summary(), nightly=True)
     # a policy without a file-level step never reads manifests
-    expire_only = read_policy({"expire_snapshots": {}}, "t")
+    expire_only = read_policy({"expire_snapshots": {"retain_last": 5}}, "t")
     assert not needs_full_read(expire_only, summary(checked_at_ms=-1), nightly=True)
 
 

@@ -18,61 +18,16 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from plain_dbt import DBT, PlainDbt, main_table, ok
 from scratch_project import copy_project
 
 from scripts.generate_landing import main as generate_landing
-from scripts.spark_config import PROJECT_DIR, environment_without_project_settings
-
-DBT = Path(sys.executable).with_name("dbt")
-TIMEOUT_S = 600  # a hang (the old MetastoreLock.findLock wait) fails instead of blocking CI
-
-
-@dataclass
-class PlainDbt:
-    data: Path
-    target_path: Path  # dbt's target/ (manifest, run_results, catalog)
-    project: Path
-    seconds: float = 0.0
-
-    def __call__(self, *args: str, project: Path | None = None) -> subprocess.CompletedProcess:
-        project = project or self.project
-        env = environment_without_project_settings()
-        env.update(
-            LAKEHOUSE_DATA_DIR=str(self.data),
-            LAKEHOUSE_DRIVER_MEMORY="1g",  # beside pytest's own JVM
-            LAKEHOUSE_JIT="quick",  # one command on small data: C2's compiling is wasted
-            DBT_TARGET_PATH=str(self.target_path),
-            DBT_LOG_PATH=str(self.data / "logs"),
-            # The shared venv may be an editable install of another checkout: put this one
-            # first so dbt finds this checkout's adapter (a `make setup` venv needs nothing).
-            PYTHONPATH=str(PROJECT_DIR),
-        )
-        started = time.monotonic()
-        result = subprocess.run(
-            [str(DBT), *args, "--profiles-dir", "profiles"],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-        )
-        self.seconds = time.monotonic() - started
-        return result
-
-    def artifact(self, name: str) -> dict:
-        return json.loads((self.target_path / name).read_text())
-
-
-def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    return result
+from scripts.spark_config import PROJECT_DIR
 
 
 def land(data: Path, batches: int) -> None:
@@ -108,14 +63,10 @@ def test_build_on_a_fresh_data_folder(plain_dbt: PlainDbt):
 
 
 def main_rows(warehouse: Path, table: str) -> list[tuple]:
-    """The rows of `table` (schema.name) as readers of main see them, read from its newest
-    metadata file with pyiceberg (no metastore: another process's Derby holds it), columns
-    whose names start with `_` (load times) left out, sorted."""
-    from pyiceberg.table import StaticTable
-
+    """The rows of `table` (schema.name) as readers of main see them, columns whose names
+    start with `_` (load times) left out, sorted."""
     schema, name = table.split(".")
-    metadata = sorted((warehouse / f"{schema}.db" / name / "metadata").glob("*.metadata.json"))
-    frame = StaticTable.from_metadata(str(metadata[-1])).scan().to_pandas()
+    frame = main_table(warehouse / f"{schema}.db" / name).to_pandas()
     frame = frame[[c for c in frame.columns if not c.startswith("_")]]
     return sorted(frame.astype(str).itertuples(index=False, name=None))
 

@@ -81,6 +81,8 @@ def read_policy(policy: dict[str, Any] | None, table: str) -> Policy:
         )
     steps: dict[str, dict[str, Any]] = {}
     for step, config in policy.items():
+        if not config:
+            continue  # `step:` or `step: {}` leaves the step off, as no entry does
         if not isinstance(config, dict):
             raise PolicyError(
                 f"maintenance of {table}: {step} must be a mapping of arguments, got {config}"
