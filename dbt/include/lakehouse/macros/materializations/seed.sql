@@ -43,7 +43,7 @@
     main in a write-audit-publish run before its tests ran. A seed's Iceberg table whose
     columns are unchanged is emptied on the run's branch instead (wap_session, the seed's
     pre-hook, prepared it) and the rows are inserted there; main sees them when the run
-    publishes. Without a branch, on a full refresh, or when the CSV's columns changed, the
+    publishes. Without a branch, on a full refresh, or when the CSV's columns or their types changed, the
     table is replaced as dbt-spark does. -#}
 {% macro lakehouse__reset_csv_table(model, full_refresh, old_relation, agate_table) %}
     {%- set branch = wap_active_branch() -%}
@@ -56,9 +56,17 @@
     {{ return(spark__reset_csv_table(model, full_refresh, old_relation, agate_table)) }}
 {% endmacro %}
 
-{#- Whether the seed's table has the CSV's columns, in order (names compared in lower case). -#}
+{#- Whether the seed's table has the CSV's columns, in order and with the types the load casts
+    to (names and types compared in lower case): else the table is replaced. -#}
 {% macro _seed_columns_unchanged(relation, agate_table) %}
-    {%- set existing = adapter.get_columns_in_relation(relation) | map(attribute='name') | map('lower') | list -%}
-    {%- set wanted = agate_table.column_names | map('string') | map('lower') | list -%}
+    {%- set overrides = model['config'].get('column_types', {}) -%}
+    {%- set wanted = [] -%}
+    {%- for name in agate_table.column_names -%}
+        {%- do wanted.append((name | string | lower, (overrides.get(name) or adapter.convert_type(agate_table, loop.index0)) | lower)) -%}
+    {%- endfor -%}
+    {%- set existing = [] -%}
+    {%- for column in adapter.get_columns_in_relation(relation) -%}
+        {%- do existing.append((column.name | lower, column.data_type | lower)) -%}
+    {%- endfor -%}
     {{ return(existing == wanted) }}
 {% endmacro %}
