@@ -59,16 +59,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1"; "" without workers
 INVOCATIONS = PROJECT_DIR / "target" / f"dbt-invocations{'-' + WORKER if WORKER else ''}.jsonl"
+FULL_PARSE = "Unable to do partial parsing"  # a first parse says so too
 # the checkout's project: each worker its own target/ (partial parse, compiled SQL)
 PROJECT_TARGET = ["--target-path", str(PROJECT_DIR / "target" / WORKER)] if WORKER else []
 
 
-def record_invocation(args: list[str], seconds: float) -> None:
-    """One line per in-process dbt command (test, arguments, seconds) for `lakehouse
-    test-times`: a file's time is mostly its builds."""
+def record_invocation(args: list[str], seconds: float, log: list[str]) -> None:
+    """One line per in-process dbt command (test, arguments, seconds, whether dbt parsed the
+    whole project) for reading where a file's time goes: mostly its builds."""
     test = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0]
+    full_parse = any(message.startswith(FULL_PARSE) for message in log)
+    record = {"test": test, "args": args, "seconds": round(seconds, 1), "full_parse": full_parse}
     with INVOCATIONS.open("a") as out:
-        out.write(json.dumps({"test": test, "args": args, "seconds": round(seconds, 1)}) + "\n")
+        out.write(json.dumps(record) + "\n")
 
 
 @pytest.fixture(scope="session")
@@ -136,7 +139,7 @@ def dbt(spark: SparkSession):
             own_target = [] if "--project-dir" in args else PROJECT_TARGET
             outcome = runner.invoke([*args, "--target", "ci", "--no-write-json", *own_target])
         finally:
-            record_invocation(args, time.monotonic() - started)
+            record_invocation(args, time.monotonic() - started, messages)
             os.environ["LAKEHOUSE_LANDING_DIR"] = saved
             # a dbt process ends with its session; this one is shared by the whole test run,
             # so a run that died before its on-run-end must not leave its branch set
