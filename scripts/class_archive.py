@@ -94,7 +94,7 @@ def build(log=print) -> Path | None:
     in a process of its own and its JVM writes the archive as it exits (a minute at most).
     Returns the archive, or None (and says why) when it could not be made: nothing then
     changes but the start-up time."""
-    from scripts.java_runtime import export_java_home
+    from dbt.adapters.lakehouse.java_runtime import export_java_home
     from scripts.spark_config import environment_without_project_settings
 
     export_java_home()

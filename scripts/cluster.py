@@ -130,7 +130,7 @@ def thrift_query(cluster: ClusterSettings, sql: str) -> list[tuple[Any, ...]]:
     """Run one statement through the Thrift server (what dbt's thrift method does)."""
     from pyhive import hive
 
-    from scripts.pyhive_results import fetchall
+    from dbt.adapters.lakehouse.thrift_results import fetchall
 
     user = getpass.getuser()
     connection = hive.connect(host=cluster.host, port=cluster.thrift_port, username=user)
@@ -184,7 +184,7 @@ def _ready(component: str, cluster: ClusterSettings, timeout: float = 30.0) -> b
 
 
 def _environment(cluster: ClusterSettings) -> dict[str, str]:
-    from scripts.java_runtime import export_java_home
+    from dbt.adapters.lakehouse.java_runtime import export_java_home
 
     export_java_home()
     return {

@@ -9,7 +9,7 @@ from typing import Any
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
-from scripts.java_runtime import export_java_home
+from dbt.adapters.lakehouse.java_runtime import export_java_home
 from scripts.spark_config import DataPaths, spark_conf
 
 

