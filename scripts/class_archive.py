@@ -61,7 +61,7 @@ def archive_path() -> Path:
     """The archive for this venv's pyspark, Iceberg jar and Java: another one's name differs."""
     import pyspark
 
-    from scripts.spark_config import iceberg_runtime_jar
+    from dbt.adapters.lakehouse.jars import iceberg_runtime_jar
 
     java_home = os.environ.get("JAVA_HOME", "")
     key = f"{pyspark.__version__}|{iceberg_runtime_jar().name}|{os.path.realpath(java_home)}"

@@ -23,15 +23,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import ClassVar
 
+from dbt.include.lakehouse import PACKAGE_PATH
 from scripts import class_archive
-from scripts.java_helpers import helper_jar
 from scripts.landing import normalize
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
-ICEBERG_JAR = "iceberg-spark-runtime-3.5_2.12-1.10.2.jar"
 # A project setting carried in the Spark conf: the landing_dir() macro reads it back.
 LANDING_DIR_KEY = "spark.lakehouse.landing_dir"
-LOG4J_CONFIG = Path(__file__).resolve().parent / "conf" / "log4j2.properties"
+LOG4J_CONFIG = Path(PACKAGE_PATH) / "conf" / "log4j2.properties"
 
 # Embedded targets run Spark in this process; "cluster" goes through a Thrift server. The `s3`
 # target keeps its tables in object storage and a REST catalog (scripts/object_store.py).
@@ -73,16 +72,6 @@ class DataPaths:
             metastore=pick("LAKEHOUSE_METASTORE_DIR", root / "metastore"),
             landing=normalize(os.environ.get("LAKEHOUSE_LANDING_DIR", landing)),
         )
-
-
-def iceberg_runtime_jar() -> Path:
-    """The Iceberg 1.10.2 Spark runtime jar shipped by snowpark-connect-deps-iceberg 1.0.2."""
-    from snowpark_connect_deps_iceberg import get_jar_path
-
-    jar = Path(get_jar_path(ICEBERG_JAR))
-    if not jar.is_file():
-        raise FileNotFoundError(f"Iceberg runtime jar missing at {jar}")
-    return jar
 
 
 INCOMPATIBLE_COLUMN_CHANGES = "spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes"
@@ -144,6 +133,8 @@ def jit_options() -> str:
 
 def spark_conf(target: str = "local") -> dict[str, str]:
     """Every Spark setting of an embedded target, as strings."""
+    from dbt.adapters.lakehouse.jars import helper_jar, iceberg_runtime_jar
+
     if target not in MASTERS:
         raise ValueError(f"unknown embedded target {target!r}; choose one of {sorted(MASTERS)}")
     paths = DataPaths.for_target(target)
@@ -155,7 +146,7 @@ def spark_conf(target: str = "local") -> dict[str, str]:
     conf = {
         "spark.master": os.environ.get("LAKEHOUSE_SPARK_MASTER", MASTERS[target]),
         "spark.app.name": f"lakehouse-{target}",
-        "spark.jars": f"{iceberg_runtime_jar()},{helper_jar(iceberg_runtime_jar())}",
+        "spark.jars": f"{iceberg_runtime_jar()},{helper_jar()}",
         **iceberg_catalog_conf(),
         "spark.sql.warehouse.dir": str(paths.warehouse),
         # Not Spark's: the landing zone, read by the landing_dir() macro (plain dbt included).
@@ -305,6 +296,7 @@ def cluster_spark_conf(cluster: ClusterSettings) -> dict[str, str]:
     landing zone in the landing bucket, so no file lives on the server's disk and the
     executors may run on any machine that reaches the store. The landing tables and views
     are Spark's own objects, kept in the server's in-memory catalog (docs/cluster.md)."""
+    from dbt.adapters.lakehouse.jars import helper_jar, iceberg_runtime_jar
     from scripts.object_store import ServiceSettings, rest_catalog_conf, s3a_conf
     from scripts.s3a_jars import s3a_jars
 

@@ -16,7 +16,7 @@
 
 {#- Post-hook: stamp this model's watermark into its snapshot summary when it moved. Spark 3.5
     SQL cannot set a summary property, so a Java helper commits an empty append carrying it;
-    `from values (1)` makes Spark evaluate the call on the driver (scripts/java/lakehouse/). -#}
+    `from values (1)` makes Spark evaluate the call on the driver (dbt/include/lakehouse/java/lakehouse/). -#}
 {% macro record_completeness() %}
     {%- set spec = config.get('completeness') -%}
     {%- if not execute or not spec or model.resource_type != 'model' -%}{{ return('') }}{%- endif -%}
@@ -75,7 +75,7 @@
     main; a rolled-back or unpublished snapshot does not count), or none. -#}
 {% macro completeness_stamp(relation) %}
     {%- if not execute or load_relation(relation) is none -%}{{ return(none) }}{%- endif -%}
-    {#- one statement (scripts/java/lakehouse/TableState.java), not a read of refs and snapshots -#}
+    {#- one statement (dbt/include/lakehouse/java/lakehouse/TableState.java), not a read of refs and snapshots -#}
     {%- set found = run_query("select reflect('lakehouse.TableState', 'stamped', '" ~ relation ~ "', '"
         ~ completeness_key() ~ "', '" ~ (wap_active_branch() or 'main') ~ "') from values (1)").rows[0][0] -%}
     {%- if not found -%}{{ return(none) }}{%- endif -%}

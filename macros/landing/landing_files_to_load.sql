@@ -2,7 +2,7 @@
     this source may this run load? A file qualifies when
       - its name is visible (writers write under hidden names and rename when done),
       - its batch folder holds the completion marker `_SUCCESS` (Spark cannot list that name:
-        lakehouse.LandingFolders asks Hadoop, see scripts/java/), and
+        lakehouse.LandingFolders asks Hadoop, see dbt/include/lakehouse/java/), and
       - the ODS table holds no line of it yet (the ledger: ODS rows carry their file).
     Only the batch folders (`batch=<digits>`) changed since the last load's listing are
     listed: adding a file or the marker to a folder changes its modification time, so a file

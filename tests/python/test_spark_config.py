@@ -22,7 +22,7 @@ def test_conf_points_at_a_real_iceberg_runtime_and_loopback(monkeypatch, tmp_pat
     jars = [Path(jar) for jar in conf["spark.jars"].split(",")]
     assert [jar.name for jar in jars] == [
         "iceberg-spark-runtime-3.5_2.12-1.10.2.jar",
-        "lakehouse-helpers.jar",  # compiled from scripts/java on first use
+        "lakehouse-helpers.jar",  # compiled from dbt/include/lakehouse/java on first use
     ]
     assert all(jar.is_file() for jar in jars)
     assert conf["spark.sql.catalog.spark_catalog"] == "org.apache.iceberg.spark.SparkSessionCatalog"

@@ -1,4 +1,4 @@
-{#- The cheap read every run makes, in one statement (scripts/java/lakehouse/TableState.java):
+{#- The cheap read every run makes, in one statement (dbt/include/lakehouse/java/lakehouse/TableState.java):
     the table's properties (the current snapshot id and the checkpoint the last full health
     read left, see iceberg_maintenance_checkpoint) and its snapshot log (in the table's
     metadata file; no manifest or data file is opened), a few numbers per snapshot, summed

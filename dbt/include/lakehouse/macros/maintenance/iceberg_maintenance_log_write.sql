@@ -1,6 +1,6 @@
 {#- Append rows to the maintenance log, an Iceberg table in the platform's schema
     (platform_schema()), in one commit of one data file (lakehouse.AppendRows in
-    scripts/java: an `insert ... values` cost a Spark job per model); the table is created when
+    dbt/include/lakehouse/java: an `insert ... values` cost a Spark job per model); the table is created when
     the first write finds none. Never raises: returns '' or the error text. Off with
     --vars '{maintenance_log: false}'. -#}
 {% macro iceberg_maintenance_log_write(rows) %}

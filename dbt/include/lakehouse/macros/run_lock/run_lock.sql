@@ -2,8 +2,8 @@
 
     A one-row Iceberg table holds the lock's holder (dbt's invocation_id), its lease and the
     last load id handed out. Acquiring replaces that row in one Iceberg commit validated
-    against the snapshot the decision read (lakehouse.RunLock in scripts/java, Spark's
-    serializable isolation without a MERGE's two jobs): when two runs race, one commit wins
+    against the snapshot the decision read (lakehouse.RunLock in the adapter's java/ folder,
+    Spark's serializable isolation without a MERGE's two jobs): when two runs race, one commit wins
     and the other fails validation, so exactly one holds the lock. Each acquisition hands out
     the next load id: load ids only grow, and every ODS row a run writes carries its run's id,
     so models below ODS select new rows by load id instead of by a clock. A run that dies
@@ -101,7 +101,7 @@
     {{ return(_run_lock_call("'state', '" ~ run_lock_relation() ~ "'")) }}
 {% endmacro %}
 
-{#- lakehouse.RunLock (scripts/java): `arguments` are the method's name and its SQL arguments -#}
+{#- lakehouse.RunLock (dbt/include/lakehouse/java): `arguments` are the method's name and its SQL arguments -#}
 {% macro _run_lock_call(arguments) %}
     {%- set answer = run_query("select reflect('lakehouse.RunLock', " ~ arguments ~ ") from values (1)").rows[0][0] -%}
     {{ return(fromjson(answer)) }}

@@ -87,7 +87,7 @@
     {{ return(rows | map(attribute=0) | list) }}
 {% endmacro %}
 
-{#- Publish the tables in one statement, one commit per table (scripts/java/lakehouse/Publish.java):
+{#- Publish the tables in one statement, one commit per table (dbt/include/lakehouse/java/lakehouse/Publish.java):
     main fast-forwarded to the branch, tagged run_<load id> and day_<yyyymmdd>, the branch and
     expired branches of red runs dropped. Returns an outcome per table in order, up to the
     first that must stop: {head} (none: the run did not write this table) or {stop: why it

@@ -67,7 +67,7 @@
     {%- endif -%}
     {%- set existing = load_relation(relation) -%}
     {%- if existing is none or existing.is_view -%}{{ return('') }}{%- endif -%}
-    {#- one statement for both (scripts/java/lakehouse/TableState.java) -#}
+    {#- one statement for both (dbt/include/lakehouse/java/lakehouse/TableState.java) -#}
     {%- set prepared = run_query("select reflect('lakehouse.TableState', 'prepareBranch', '" ~ relation
         ~ "', '" ~ branch ~ "') from values (1)").rows[0][0] -%}
     {%- if 'wap-enabled' in prepared -%}
