@@ -1,18 +1,10 @@
-"""A class-data-sharing archive of the classes a Spark session of this project loads.
-
-A new JVM (every plain `dbt` command, every scheduled run) otherwise finds, parses and verifies
-some 20,000 classes of Spark, Hadoop, Hive and Iceberg again. With the JDK's dynamic AppCDS
-archive (`-XX:SharedArchiveFile`) it maps them from one file: measured in
-docs/running-dbt.md#a-cold-start. The archive is made once per installation by
-`lakehouse build` and `lakehouse test` (or `lakehouse class-archive`), kept in the venv beside
-the jars it describes, and used by every embedded target's JVM when it is there. A JVM whose
-Java or jars differ from the archive's ignores it and loads its classes as before: the archive
-only ever changes the start-up time.
+"""Recording the JVM class-data-sharing archive that embedded sessions map
+(dbt/adapters/lakehouse/class_archive.py says how a JVM uses it, and why): once per
+installation, by `lakehouse build` and `lakehouse test` (or `lakehouse class-archive`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -20,12 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-# "off" starts every JVM without the archive (B13's other side; a suspected archive fault)
-DISABLE_ENV = "LAKEHOUSE_CLASS_ARCHIVE"
-# Set by `build` for the process that records the archive; spark_conf() reads it.
-RECORD_ENV = "LAKEHOUSE_CLASS_ARCHIVE_RECORD"
-# A JVM that cannot use the archive says so on stdout, inside dbt's output: it still works.
-QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+from dbt.adapters.lakehouse.class_archive import RECORD_ENV, archive_path
+
 SMALLEST_ARCHIVE_BYTES = 20_000_000  # a Spark session's classes: about 200 MB
 
 # What the recording process runs: the statements of a scheduled run's kinds (Iceberg DDL,
@@ -55,29 +43,6 @@ spark.sql("describe table extended archive.v").collect()
 print("JVM", spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid(), flush=True)
 spark.stop()
 """
-
-
-def archive_path() -> Path:
-    """The archive for this venv's pyspark, Iceberg jar and Java: another one's name differs."""
-    import pyspark
-
-    from dbt.adapters.lakehouse.jars import iceberg_runtime_jar
-
-    java_home = os.environ.get("JAVA_HOME", "")
-    key = f"{pyspark.__version__}|{iceberg_runtime_jar().name}|{os.path.realpath(java_home)}"
-    digest = hashlib.sha1(key.encode()).hexdigest()[:12]
-    return Path(sys.prefix) / "share" / "lakehouse" / f"spark-classes-{digest}.jsa"
-
-
-def java_options() -> str:
-    """The JVM options of an embedded target's driver: record the archive, use it, or none."""
-    recording = os.environ.get(RECORD_ENV)
-    if recording:
-        return f"-XX:ArchiveClassesAtExit={recording} {QUIET}"
-    if os.environ.get(DISABLE_ENV) == "off":
-        return ""
-    archive = archive_path()
-    return f"-XX:SharedArchiveFile={archive} {QUIET}" if archive.is_file() else ""
 
 
 def process_gone(pid: int, timeout: float) -> bool:

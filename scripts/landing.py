@@ -21,22 +21,11 @@ from urllib.parse import urlparse
 
 from pyarrow import fs as pafs
 
+from dbt.adapters.lakehouse.embedded import is_uri, normalize
+
 MARKER = "_SUCCESS"
 LOCAL_SCHEMES = {"", "file"}
 S3_SCHEMES = {"s3", "s3a", "s3n"}  # Hadoop's names for S3, all one store to pyarrow
-
-
-def is_uri(location: str) -> bool:
-    """True for `scheme://...` (kept exactly as given), false for a plain path."""
-    return bool(urlparse(location).scheme) and "://" in location
-
-
-def normalize(location: str | Path) -> str:
-    """A plain path becomes absolute; a URI is returned unchanged."""
-    text = str(location)
-    if is_uri(text):
-        return text
-    return str(Path(text).resolve())
 
 
 def join(location: str, *parts: str) -> str:

@@ -23,9 +23,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import ClassVar
 
+from dbt.adapters.lakehouse import class_archive
+from dbt.adapters.lakehouse.embedded import normalize
 from dbt.include.lakehouse import PACKAGE_PATH
-from scripts import class_archive
-from scripts.landing import normalize
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 # A project setting carried in the Spark conf: the landing_dir() macro reads it back.

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from dbt.adapters.lakehouse.class_archive import DISABLE_ENV
 from scripts.bench.common import (
     BenchContext,
     BenchResult,
@@ -32,7 +33,6 @@ from scripts.bench.common import (
 from scripts.bench.dbt_workload import SEED
 from scripts.bench.process_tree import run_measured
 from scripts.bench.warehouse_side import load_average
-from scripts.class_archive import DISABLE_ENV
 from scripts.class_archive import build as record_class_archive
 from scripts.generate_landing import LandingGenerator, Scale
 from scripts.spark_config import PROJECT_DIR, environment_without_project_settings

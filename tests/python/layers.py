@@ -12,7 +12,8 @@ from urllib.parse import urlparse
 
 import pandas as pd
 
-from scripts.landing import LandingZone, is_uri
+from dbt.adapters.lakehouse.embedded import is_uri
+from scripts.landing import LandingZone
 
 EVENT_TYPES = {"impression", "play", "like", "share", "comment", "follow"}
 SOURCES = {  # landing folder -> ODS model

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from pyarrow import fs as pafs
 
+from dbt.adapters.lakehouse.embedded import normalize
 from scripts.generate_landing import LandingGenerator, Scale
-from scripts.landing import MARKER, LandingZone, filesystem, normalize, split_lines
+from scripts.landing import MARKER, LandingZone, filesystem, split_lines
 from scripts.spark_config import PROJECT_DIR
 
 

@@ -114,10 +114,10 @@ def test_a_lock_holder_gone_or_a_zombie_is_gone_a_live_one_is_not(spark):
 
 def test_this_runs_jvm_maps_the_class_archive(spark):
     """`lakehouse test` (like `lakehouse build`) records the JVM class archive before anything
-    starts Spark, and every embedded target's JVM maps it (scripts/class_archive.py). An
-    archive recorded for other jars or another Java would be ignored without a word, every new
-    process paying its full start again: this run's own JVM must have mapped it."""
-    from scripts.class_archive import archive_path
+    starts Spark, and every embedded target's JVM maps it (the adapter's class_archive.py).
+    An archive recorded for other jars or another Java would be ignored without a word, every
+    new process paying its full start again: this run's own JVM must have mapped it."""
+    from dbt.adapters.lakehouse.class_archive import archive_path
 
     archive = archive_path()
     assert archive.is_file(), f"no class archive at {archive}: run `lakehouse class-archive`"
