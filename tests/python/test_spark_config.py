@@ -1,7 +1,10 @@
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
+from dbt.include.lakehouse import PACKAGE_PATH
 from scripts.s3a_jars import JARS
 from scripts.spark_config import (
     ClusterSettings,
@@ -30,6 +33,31 @@ def test_conf_points_at_a_real_iceberg_runtime_and_loopback(monkeypatch, tmp_pat
     assert conf["spark.driver.bindAddress"] == "127.0.0.1"
     assert conf["spark.sql.warehouse.dir"] == str(tmp_path / "warehouse")
     assert str(tmp_path / "metastore") in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
+
+
+def test_the_helper_jar_lives_beside_the_venv_and_a_changed_source_names_a_new_one(
+    monkeypatch, tmp_path
+):
+    """Never in the adapter's package or the checkout's build/ (site-packages, when installed),
+    and a changed source is compiled again, whatever its files' times (a wheel's are not)."""
+    from dbt.adapters.lakehouse import jars
+
+    iceberg = Path("iceberg-spark-runtime.jar")
+    monkeypatch.delenv(jars.CACHE_DIR_ENV, raising=False)
+    default = jars.helper_jar_path(iceberg)
+    assert default.parent.parent == Path(sys.prefix) / "share" / "lakehouse", default
+    assert Path(PACKAGE_PATH) not in default.parents
+
+    monkeypatch.setenv(jars.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    sources = tmp_path / "java"
+    shutil.copytree(jars.SOURCES, sources)
+    monkeypatch.setattr(jars, "SOURCES", sources)
+    before = jars.helper_jar_path(iceberg)
+    assert before.parent.parent == tmp_path / "cache"
+    assert jars.helper_jar_path(iceberg) == before  # the same sources: the same jar
+    changed = sources / "lakehouse" / "RunLock.java"
+    changed.write_text(changed.read_text() + "// changed\n")
+    assert jars.helper_jar_path(iceberg) != before
 
 
 def test_lakehouse_jit_quick_compiles_with_c1_only_and_an_unknown_value_is_refused(

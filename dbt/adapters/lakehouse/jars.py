@@ -72,21 +72,29 @@ def _tool(name: str) -> str:
     )
 
 
+def helper_jar_path(iceberg_jar: Path) -> Path:
+    """Where this installation keeps the jar of these sources, this pyspark and `iceberg_jar`:
+    any change to one of them names another folder."""
+    import pyspark
+
+    digest = hashlib.sha1(f"{pyspark.__version__}|{iceberg_jar.name}".encode())
+    for source in sorted(SOURCES.rglob("*.java")):
+        digest.update(source.relative_to(SOURCES).as_posix().encode() + source.read_bytes())
+    return cache_dir() / f"helpers-{digest.hexdigest()[:12]}" / JAR_NAME
+
+
 def helper_jar(iceberg_jar: Path | None = None) -> Path:
     """The compiled jar, built when this installation has none for these sources, against the
     pyspark jars and `iceberg_jar` (SnapshotSummary uses Iceberg's API)."""
     import pyspark
 
     iceberg_jar = iceberg_jar or iceberg_runtime_jar()
-    sources = sorted(SOURCES.rglob("*.java"))
-    digest = hashlib.sha1(f"{pyspark.__version__}|{iceberg_jar.name}".encode())
-    for source in sources:
-        digest.update(source.relative_to(SOURCES).as_posix().encode() + source.read_bytes())
-    folder = cache_dir() / f"helpers-{digest.hexdigest()[:12]}"
-    jar = folder / JAR_NAME
+    jar = helper_jar_path(iceberg_jar)
     if jar.is_file():
         return jar
+    folder = jar.parent
     folder.mkdir(parents=True, exist_ok=True)
+    sources = sorted(SOURCES.rglob("*.java"))
     classpath = f"{Path(pyspark.__file__).parent / 'jars' / '*'}{os.pathsep}{iceberg_jar}"
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
         classes = Path(scratch) / "classes"
