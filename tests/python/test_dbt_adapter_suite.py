@@ -94,12 +94,10 @@ READS_JSON_ARTIFACTS = {"TestEmpty", "TestDocsGenerate"}
 
 @pytest.fixture(scope="class", autouse=True)
 def _json_artifacts_only_where_read(request):
-    if request.cls.__name__ in READS_JSON_ARTIFACTS:
+    with pytest.MonkeyPatch.context() as patch:
+        if getattr(request.cls, "__name__", "") not in READS_JSON_ARTIFACTS:
+            patch.setenv("DBT_WRITE_JSON", "false")
         yield
-        return
-    os.environ["DBT_WRITE_JSON"] = "false"
-    yield
-    del os.environ["DBT_WRITE_JSON"]
 
 
 @pytest.fixture(scope="class")

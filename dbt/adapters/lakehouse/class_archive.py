@@ -5,16 +5,15 @@ some 20,000 classes of Spark, Hadoop, Hive and Iceberg again. With the JDK's dyn
 archive (`-XX:SharedArchiveFile`) it maps them from one file: measured in
 docs/running-dbt.md#a-cold-start. The archive is recorded once per installation
 (scripts/class_archive.py: `lakehouse build`, `lakehouse test`, `lakehouse class-archive`) and
-kept in the venv beside the jars it describes. A JVM whose Java or jars differ from the
-archive's ignores it and loads its classes as before: the archive only ever changes the
-start-up time.
+kept beside the helper jar (`jars.cache_dir()`: the venv's share/lakehouse/). A JVM whose Java
+or jars differ from the archive's ignores it and loads its classes as before: the archive
+only ever changes the start-up time.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import sys
 from pathlib import Path
 
 # "off" starts every JVM without the archive (B13's other side; a suspected archive fault)
@@ -29,12 +28,12 @@ def archive_path() -> Path:
     """The archive for this venv's pyspark, Iceberg jar and Java: another one's name differs."""
     import pyspark
 
-    from dbt.adapters.lakehouse.jars import iceberg_runtime_jar
+    from dbt.adapters.lakehouse.jars import cache_dir, iceberg_runtime_jar
 
     java_home = os.environ.get("JAVA_HOME", "")
     key = f"{pyspark.__version__}|{iceberg_runtime_jar().name}|{os.path.realpath(java_home)}"
     digest = hashlib.sha1(key.encode()).hexdigest()[:12]
-    return Path(sys.prefix) / "share" / "lakehouse" / f"spark-classes-{digest}.jsa"
+    return cache_dir() / f"spark-classes-{digest}.jsa"  # beside the helper jar
 
 
 def java_options() -> str:

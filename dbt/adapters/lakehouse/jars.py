@@ -72,13 +72,17 @@ def _tool(name: str) -> str:
     )
 
 
+def _sources() -> list[Path]:
+    return sorted(SOURCES.rglob("*.java"))
+
+
 def helper_jar_path(iceberg_jar: Path) -> Path:
     """Where this installation keeps the jar of these sources, this pyspark and `iceberg_jar`:
     any change to one of them names another folder."""
     import pyspark
 
     digest = hashlib.sha1(f"{pyspark.__version__}|{iceberg_jar.name}".encode())
-    for source in sorted(SOURCES.rglob("*.java")):
+    for source in _sources():
         digest.update(source.relative_to(SOURCES).as_posix().encode() + source.read_bytes())
     return cache_dir() / f"helpers-{digest.hexdigest()[:12]}" / JAR_NAME
 
@@ -94,7 +98,7 @@ def helper_jar(iceberg_jar: Path | None = None) -> Path:
         return jar
     folder = jar.parent
     folder.mkdir(parents=True, exist_ok=True)
-    sources = sorted(SOURCES.rglob("*.java"))
+    sources = _sources()
     classpath = f"{Path(pyspark.__file__).parent / 'jars' / '*'}{os.pathsep}{iceberg_jar}"
     with tempfile.TemporaryDirectory(dir=folder) as scratch:
         classes = Path(scratch) / "classes"
