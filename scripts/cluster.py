@@ -33,8 +33,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from dbt.adapters.lakehouse.object_store import ServiceError
 from scripts.cli import parser_from_doc
-from scripts.object_store import ServiceError
 from scripts.spark_config import (
     LOG4J_CONFIG,
     PROJECT_DIR,
@@ -342,8 +342,7 @@ def start(cluster: ClusterSettings, log: Callable[[str], None] = print) -> dict[
 def check_storage() -> None:
     """The store and catalog answer with the environment's keys and the buckets exist, or
     `start` stops here naming the fix (ServiceError), before any JVM starts."""
-    from scripts.object_store import ServiceSettings
-    from scripts.services import check_before_session
+    from dbt.adapters.lakehouse.object_store import ServiceSettings, check_before_session
 
     paths = DataPaths.for_target("s3")
     check_before_session(ServiceSettings.from_env(paths.root), paths.landing)

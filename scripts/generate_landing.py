@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
         days_per_batch=args.days_per_batch,
     )
     if args.target == "s3":
-        from scripts.object_store import ServiceSettings
+        from dbt.adapters.lakehouse.object_store import ServiceSettings
 
         # the local services' endpoint unless LAKEHOUSE_S3_ENDPOINT names another store
         endpoint = ServiceSettings.from_env(args.out).s3_endpoint

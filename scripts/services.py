@@ -28,8 +28,15 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from dbt.adapters.lakehouse.object_store import (
+    PORT_FIELDS,
+    ServiceError,
+    ServiceSettings,
+    catalog_config,
+    keys,
+    s3_filesystem,
+)
 from scripts.cli import parser_from_doc
-from scripts.object_store import PORT_FIELDS, ServiceError, ServiceSettings, keys
 from scripts.spark_config import DataPaths
 
 START_TIMEOUT_S = 60.0
@@ -117,22 +124,6 @@ def _command(settings: ServiceSettings) -> list[str]:
     ]
 
 
-def s3_filesystem(settings: ServiceSettings):
-    """A pyarrow S3 client of the store, signed with the environment's keys."""
-    from pyarrow import fs
-
-    key, secret = keys()
-    return fs.S3FileSystem(
-        access_key=key,
-        secret_key=secret,
-        endpoint_override=settings.s3_endpoint,
-        scheme=urllib.parse.urlparse(settings.s3_endpoint).scheme or "http",
-        region=os.environ.get("AWS_REGION", "us-east-1"),
-        connect_timeout=2,
-        request_timeout=5,
-    )
-
-
 def buckets(settings: ServiceSettings) -> list[str]:
     """S3 ListBuckets with the environment's keys (a wrong key raises, naming the fix)."""
     from pyarrow import fs
@@ -147,57 +138,6 @@ def buckets(settings: ServiceSettings) -> list[str]:
             ) from error
         raise
     return sorted(info.base_name for info in listed)
-
-
-def catalog_config(settings: ServiceSettings) -> dict:
-    """The REST catalog's `/v1/config` for the warehouse (answers without a token)."""
-    url = f"{settings.catalog_uri}/v1/config?warehouse={settings.warehouse}"
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return json.load(response)
-
-
-def check_before_session(settings: ServiceSettings, landing: str) -> None:
-    """What the `s3` target needs before its session starts, checked in seconds: the store
-    answers and accepts the keys, the warehouse's and the landing zone's buckets exist, the
-    REST catalog answers. Else a ServiceError naming the fix (Spark's first statement would
-    fail minutes later with a stack trace, or create nothing but a log)."""
-    store = s3_filesystem(settings)
-    wanted = {
-        "warehouse (LAKEHOUSE_WAREHOUSE)": settings.warehouse,
-        "landing zone (LAKEHOUSE_LANDING_DIR)": landing,
-    }
-    for role, uri in wanted.items():
-        parsed = urllib.parse.urlparse(uri)
-        if parsed.scheme not in ("s3", "s3a"):
-            continue  # a catalog's warehouse name, or a landing zone elsewhere
-        try:
-            found = store.get_file_info(parsed.netloc).type.name != "NotFound"
-        except OSError as error:
-            if "ACCESS_DENIED" in str(error) or "SIGNATURE_DOES_NOT_MATCH" in str(error):
-                raise ServiceError(
-                    f"the object store at {settings.s3_endpoint} refused AWS_ACCESS_KEY_ID/"
-                    "AWS_SECRET_ACCESS_KEY: export the keys of the store"
-                ) from error
-            raise ServiceError(
-                f"the object store at {settings.s3_endpoint} does not answer "
-                f"({str(error).splitlines()[0]}): start it with `lakehouse-services start`, "
-                "or set LAKEHOUSE_S3_ENDPOINT to your store"
-            ) from error
-        if not found:
-            raise ServiceError(
-                f"bucket {parsed.netloc!r} of the {role} does not exist at "
-                f"{settings.s3_endpoint}: `lakehouse-services start` creates it here; on "
-                "your own store create it, or point the variable at one that exists"
-            )
-    try:
-        catalog_config(settings)
-    except urllib.error.HTTPError:
-        pass  # it answers (a catalog that wants a token first says so with 401)
-    except (OSError, ValueError) as error:
-        raise ServiceError(
-            f"the Iceberg REST catalog at {settings.catalog_uri} does not answer ({error}): "
-            "start it with `lakehouse-services start`, or set LAKEHOUSE_CATALOG_URI to yours"
-        ) from error
 
 
 def _create_table_bucket(settings: ServiceSettings) -> None:

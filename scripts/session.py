@@ -23,8 +23,7 @@ def get_spark(target: str = "local") -> SparkSession:
     time.tzset()
     paths = DataPaths.for_target(target)
     if target == "s3":  # its services answer, or the run stops here naming the fix
-        from scripts.object_store import ServiceSettings
-        from scripts.services import check_before_session
+        from dbt.adapters.lakehouse.object_store import ServiceSettings, check_before_session
 
         check_before_session(ServiceSettings.from_env(paths.root), str(paths.landing))
     for folder in (paths.warehouse, paths.metastore):

@@ -33,7 +33,7 @@ LANDING_DIR_KEY = "spark.lakehouse.landing_dir"
 LOG4J_CONFIG = Path(PACKAGE_PATH) / "conf" / "log4j2.properties"
 
 # Embedded targets run Spark in this process; "cluster" goes through a Thrift server. The `s3`
-# target keeps its tables in object storage and a REST catalog (scripts/object_store.py).
+# target keeps its tables in object storage and a REST catalog (dbt/adapters/lakehouse/object_store.py).
 MASTERS = {"local": "local[*]", "ci": "local[2]", "s3": "local[*]"}
 # LAKEHOUSE_JIT=quick: the JVM compiles with C1 only. On small data most of a build's JVM
 # CPU goes to the C2 compiler, whose code it barely uses: a fresh process's first build of
@@ -63,7 +63,7 @@ class DataPaths:
 
         landing = root / "landing"
         if target == "s3":
-            from scripts.object_store import ServiceSettings
+            from dbt.adapters.lakehouse.object_store import ServiceSettings
 
             landing = ServiceSettings.from_env(root).landing
         return cls(
@@ -174,7 +174,7 @@ def spark_conf(target: str = "local") -> dict[str, str]:
     if target == "s3":
         # Iceberg tables in the REST catalog and the bucket; the embedded Derby metastore
         # keeps only Spark's own objects (landing tables, views)
-        from scripts.object_store import s3_target_conf
+        from dbt.adapters.lakehouse.object_store import s3_target_conf
 
         s3 = s3_target_conf(paths.root)
         conf["spark.jars"] += "," + s3.pop("spark.jars.s3a")
@@ -297,8 +297,8 @@ def cluster_spark_conf(cluster: ClusterSettings) -> dict[str, str]:
     executors may run on any machine that reaches the store. The landing tables and views
     are Spark's own objects, kept in the server's in-memory catalog (docs/cluster.md)."""
     from dbt.adapters.lakehouse.jars import helper_jar, iceberg_runtime_jar
-    from scripts.object_store import ServiceSettings, rest_catalog_conf, s3a_conf
-    from scripts.s3a_jars import s3a_jars
+    from dbt.adapters.lakehouse.object_store import ServiceSettings, rest_catalog_conf, s3a_conf
+    from dbt.adapters.lakehouse.s3a_jars import s3a_jars
 
     paths = DataPaths.for_target("s3")
     services = ServiceSettings.from_env(paths.root)

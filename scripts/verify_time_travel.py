@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -168,12 +169,27 @@ def read_paths(spark: SparkSession, name: str, snapshot_id: int) -> dict[str, li
 def pyiceberg_rows(table: IcebergTable, snapshot_id: int) -> list[tuple]:
     from pyiceberg.table import StaticTable
 
-    from scripts.object_store import pyiceberg_file_io
-
     location = table.load().operations().current().metadataFileLocation()
     static = StaticTable.from_metadata(str(location), pyiceberg_file_io(table.spark))
     arrow = static.scan(snapshot_id=snapshot_id).to_arrow()
     return [tuple(normalised(v) for v in row.values()) for row in arrow.to_pylist()]
+
+
+def pyiceberg_file_io(spark) -> dict[str, str]:
+    """pyiceberg's file-IO properties for reading the files of `spark`'s tables: the object
+    store's endpoint and the environment's keys on the `s3` target, nothing on local disk."""
+    endpoint = spark.conf.get("spark.hadoop.fs.s3a.endpoint", None)
+    if not endpoint:
+        return {}
+    from dbt.adapters.lakehouse.object_store import keys
+
+    key, secret = keys()
+    return {
+        "s3.endpoint": endpoint,
+        "s3.access-key-id": key,
+        "s3.secret-access-key": secret,
+        "s3.region": os.environ.get("AWS_REGION", "us-east-1"),
+    }
 
 
 def ts_literal(ms: int) -> str:

@@ -30,6 +30,7 @@ from object_store_services import process_env, rest_catalog
 from scratch_project import write_scratch_project
 from test_warehouse import SCALE, TABLES, land
 
+from dbt.adapters.lakehouse.object_store import s3_filesystem
 from scripts.cluster import (
     alive_workers,
     cluster_processes,
@@ -40,7 +41,6 @@ from scripts.cluster import (
     thrift_executors,
     thrift_query,
 )
-from scripts.services import s3_filesystem
 from scripts.spark_config import PROJECT_DIR, ClusterSettings
 
 LOCAL_PREFIX = "clusterref_"  # the local build's schemas (var schema_prefix)

@@ -22,11 +22,10 @@ from loopback import is_loopback, listening_addresses
 from object_store_services import process_env, rest_catalog
 from test_concurrency import assert_no_row_lost_and_the_races_real
 
+from dbt.adapters.lakehouse.object_store import ServiceError, check_before_session
+from dbt.adapters.lakehouse.s3a_jars import JARS, JarsMissing, cached_jars, fetch
 from scripts import services
 from scripts.export_changes import CHANGE_TYPES
-from scripts.object_store import ServiceError
-from scripts.s3a_jars import JARS, JarsMissing, cached_jars, fetch
-from scripts.services import check_before_session
 from scripts.spark_config import PROJECT_DIR
 
 DBT = Path(sys.executable).with_name("dbt")
@@ -153,7 +152,7 @@ from scripts.session import get_spark
 from scripts.spark_config import DataPaths
 from scripts.tasks import run_dbt
 from scripts import services
-from scripts.object_store import ServiceSettings
+from dbt.adapters.lakehouse.object_store import ServiceSettings
 
 data = DataPaths.for_target("s3")
 assert data.landing.startswith("s3a://"), data.landing  # the bucket, never a local folder

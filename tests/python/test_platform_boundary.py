@@ -41,7 +41,7 @@ CROSSING_CALLS = {
 # adapter module -> the project modules it still imports (session start, paths, results)
 CROSSING_IMPORTS = {
     "connections.py": {
-        "scripts.spark_config", "scripts.session", "scripts.object_store",
+        "scripts.spark_config", "scripts.session",
     },
     "impl.py": {"scripts.spark_config"},
 }  # fmt: skip

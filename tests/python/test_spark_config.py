@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
+from dbt.adapters.lakehouse.s3a_jars import JARS
 from dbt.include.lakehouse import PACKAGE_PATH
-from scripts.s3a_jars import JARS
 from scripts.spark_config import (
     ClusterSettings,
     DataPaths,

@@ -127,7 +127,7 @@ def _start_embedded_session() -> None:
         from scripts.session import get_spark
     except ImportError as error:  # pyspark or a pinned dependency missing
         raise RuntimeError(f"cannot start Spark ({error}): {SETUP_HINT}") from error
-    from scripts.object_store import ServiceError
+    from dbt.adapters.lakehouse.object_store import ServiceError
 
     try:
         get_spark(target)

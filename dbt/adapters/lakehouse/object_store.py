@@ -1,6 +1,7 @@
 """The `s3` target: object storage (S3 API) and an Iceberg REST catalog.
 
-Its Spark settings (`s3_target_conf`) and where its services listen (`ServiceSettings`). The
+Its Spark settings (`s3_target_conf`), where its services listen (`ServiceSettings`) and
+what is checked before its session starts (`check_before_session`). The
 same settings point at a team's own services by changing URIs and keys only
 (docs/object-storage.md): LAKEHOUSE_S3_ENDPOINT, LAKEHOUSE_CATALOG_URI, LAKEHOUSE_WAREHOUSE
 and LAKEHOUSE_LANDING_DIR override what `lakehouse-services` starts here; the keys are always
@@ -9,11 +10,15 @@ the environment's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, never a file of t
 
 from __future__ import annotations
 
+import json
 import os
+import urllib.error
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from scripts.s3a_jars import s3a_jars
+from dbt.adapters.lakehouse.s3a_jars import s3a_jars
 
 # the settings fields that are ports (each server's gRPC twin is port + grpc_offset)
 PORT_FIELDS = ("s3_port", "catalog_port", "master_port", "volume_port", "filer_port", "admin_port")
@@ -160,16 +165,68 @@ def rest_catalog_conf(name: str, implementation: str, services: ServiceSettings)
     }
 
 
-def pyiceberg_file_io(spark) -> dict[str, str]:
-    """pyiceberg's file-IO properties for reading the files of `spark`'s tables: the object
-    store's endpoint and the environment's keys on the `s3` target, nothing on local disk."""
-    endpoint = spark.conf.get("spark.hadoop.fs.s3a.endpoint", None)
-    if not endpoint:
-        return {}
+def s3_filesystem(settings: ServiceSettings):
+    """A pyarrow S3 client of the store, signed with the environment's keys."""
+    from pyarrow import fs
+
     key, secret = keys()
-    return {
-        "s3.endpoint": endpoint,
-        "s3.access-key-id": key,
-        "s3.secret-access-key": secret,
-        "s3.region": os.environ.get("AWS_REGION", "us-east-1"),
+    return fs.S3FileSystem(
+        access_key=key,
+        secret_key=secret,
+        endpoint_override=settings.s3_endpoint,
+        scheme=urllib.parse.urlparse(settings.s3_endpoint).scheme or "http",
+        region=os.environ.get("AWS_REGION", "us-east-1"),
+        connect_timeout=2,
+        request_timeout=5,
+    )
+
+
+def catalog_config(settings: ServiceSettings) -> dict:
+    """The REST catalog's `/v1/config` for the warehouse (answers without a token)."""
+    url = f"{settings.catalog_uri}/v1/config?warehouse={settings.warehouse}"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.load(response)
+
+
+def check_before_session(settings: ServiceSettings, landing: str) -> None:
+    """What the `s3` target needs before its session starts, checked in seconds: the store
+    answers and accepts the keys, the warehouse's and the landing zone's buckets exist, the
+    REST catalog answers. Else a ServiceError naming the fix (Spark's first statement would
+    fail minutes later with a stack trace, or create nothing but a log)."""
+    store = s3_filesystem(settings)
+    wanted = {
+        "warehouse (LAKEHOUSE_WAREHOUSE)": settings.warehouse,
+        "landing zone (LAKEHOUSE_LANDING_DIR)": landing,
     }
+    for role, uri in wanted.items():
+        parsed = urllib.parse.urlparse(uri)
+        if parsed.scheme not in ("s3", "s3a"):
+            continue  # a catalog's warehouse name, or a landing zone elsewhere
+        try:
+            found = store.get_file_info(parsed.netloc).type.name != "NotFound"
+        except OSError as error:
+            if "ACCESS_DENIED" in str(error) or "SIGNATURE_DOES_NOT_MATCH" in str(error):
+                raise ServiceError(
+                    f"the object store at {settings.s3_endpoint} refused AWS_ACCESS_KEY_ID/"
+                    "AWS_SECRET_ACCESS_KEY: export the keys of the store"
+                ) from error
+            raise ServiceError(
+                f"the object store at {settings.s3_endpoint} does not answer "
+                f"({str(error).splitlines()[0]}): start it with `lakehouse-services start`, "
+                "or set LAKEHOUSE_S3_ENDPOINT to your store"
+            ) from error
+        if not found:
+            raise ServiceError(
+                f"bucket {parsed.netloc!r} of the {role} does not exist at "
+                f"{settings.s3_endpoint}: `lakehouse-services start` creates it here; on "
+                "your own store create it, or point the variable at one that exists"
+            )
+    try:
+        catalog_config(settings)
+    except urllib.error.HTTPError:
+        pass  # it answers (a catalog that wants a token first says so with 401)
+    except (OSError, ValueError) as error:
+        raise ServiceError(
+            f"the Iceberg REST catalog at {settings.catalog_uri} does not answer ({error}): "
+            "start it with `lakehouse-services start`, or set LAKEHOUSE_CATALOG_URI to yours"
+        ) from error
