@@ -476,7 +476,7 @@ def serve_metastore(cluster: ClusterSettings) -> None:
     conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
     for key, value in metastore_conf(cluster).items():
         conf.set(key, value)
-    from scripts.session import create_metastore_lock_tables
+    from dbt.adapters.lakehouse.embedded_session import create_metastore_lock_tables
 
     create_metastore_lock_tables(jvm, metastore_conf(cluster)["javax.jdo.option.ConnectionURL"])
     handler = jvm.org.apache.hadoop.hive.metastore.HiveMetaStore.newRetryingHMSHandler(

@@ -23,163 +23,55 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import ClassVar
 
-from dbt.adapters.lakehouse import class_archive
-from dbt.adapters.lakehouse.embedded import normalize
-from dbt.include.lakehouse import PACKAGE_PATH
+from dbt.adapters.lakehouse import embedded
+from dbt.adapters.lakehouse.embedded import (
+    INCOMPATIBLE_COLUMN_CHANGES,
+    LANDING_DIR_KEY,
+    LOG4J_CONFIG,
+    EmbeddedTarget,
+    iceberg_catalog_conf,
+)
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
-# A project setting carried in the Spark conf: the landing_dir() macro reads it back.
-LANDING_DIR_KEY = "spark.lakehouse.landing_dir"
-LOG4J_CONFIG = Path(PACKAGE_PATH) / "conf" / "log4j2.properties"
-
-# Embedded targets run Spark in this process; "cluster" goes through a Thrift server. The `s3`
-# target keeps its tables in object storage and a REST catalog (dbt/adapters/lakehouse/object_store.py).
+# The embedded targets of profiles/profiles.yml and their masters: the project's tools take a
+# target's name (`--target ci`) and build what its profile output says from the same variables.
+# "cluster" goes through a Thrift server; `s3` keeps its tables in object storage and a REST
+# catalog (dbt/adapters/lakehouse/object_store.py).
 MASTERS = {"local": "local[*]", "ci": "local[2]", "s3": "local[*]"}
-# LAKEHOUSE_JIT=quick: the JVM compiles with C1 only. On small data most of a build's JVM
-# CPU goes to the C2 compiler, whose code it barely uses: a fresh process's first build of
-# the sample took 52 JVM CPU-seconds against 125, a warm one 28 against 44 (the wall time of
-# a warm build is no shorter: the compiling ran on the other core). C1 alone gets a 48 MB
-# code cache, which Spark's generated classes fill: its sweeper then took 20-30 CPU-seconds
-# a build, so quick reserves 512 MB. A long session on big data wants C2 (full).
-JIT_OPTIONS = {"full": "", "quick": "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"}
 
 
-@dataclass(frozen=True)
-class DataPaths:
-    """Where one target keeps its state. Everything below `root` is generated."""
+def embedded_target(name: str) -> EmbeddedTarget:
+    """The embedded target `name` of the project's profile, from this environment."""
+    if name not in MASTERS:
+        raise ValueError(f"unknown embedded target {name!r}; choose one of {sorted(MASTERS)}")
+    folder = os.environ.get
 
-    root: Path
-    warehouse: Path
-    metastore: Path
-    landing: str  # a URI (s3a://, hdfs://, file://) kept as given, or an absolute path
+    def path(variable: str) -> Path | None:
+        return Path(folder(variable)).resolve() if folder(variable) else None
+
+    return EmbeddedTarget(
+        data_dir=Path(folder("LAKEHOUSE_DATA_DIR", PROJECT_DIR / "data" / name)).resolve(),
+        spark_master=folder("LAKEHOUSE_SPARK_MASTER", MASTERS[name]),
+        catalog_type="rest" if name == "s3" else "hive",
+        app_name=f"lakehouse-{name}",
+        warehouse_dir=path("LAKEHOUSE_WAREHOUSE_DIR"),
+        metastore_dir=path("LAKEHOUSE_METASTORE_DIR"),
+        metastore_uri=folder("LAKEHOUSE_METASTORE_URI") or None,
+        landing_dir=folder("LAKEHOUSE_LANDING_DIR") or None,
+    )
+
+
+class DataPaths(embedded.DataPaths):
+    """The adapter's DataPaths, found by a target's name."""
 
     @classmethod
     def for_target(cls, target: str) -> DataPaths:
-        root = Path(os.environ.get("LAKEHOUSE_DATA_DIR", PROJECT_DIR / "data" / target))
-        root = root.resolve()
-
-        def pick(name: str, default: Path) -> Path:
-            return Path(os.environ.get(name, default)).resolve()
-
-        landing = root / "landing"
-        if target == "s3":
-            from dbt.adapters.lakehouse.object_store import ServiceSettings
-
-            landing = ServiceSettings.from_env(root).landing
-        return cls(
-            root=root,
-            warehouse=pick("LAKEHOUSE_WAREHOUSE_DIR", root / "warehouse"),
-            metastore=pick("LAKEHOUSE_METASTORE_DIR", root / "metastore"),
-            landing=normalize(os.environ.get("LAKEHOUSE_LANDING_DIR", landing)),
-        )
-
-
-INCOMPATIBLE_COLUMN_CHANGES = "spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes"
-
-
-def iceberg_catalog_conf(catalog: str = "spark_catalog") -> dict[str, str]:
-    """Iceberg settings shared by every deployment (embedded or Thrift server)."""
-    return {
-        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        f"spark.sql.catalog.{catalog}": "org.apache.iceberg.spark.SparkSessionCatalog",
-        f"spark.sql.catalog.{catalog}.type": "hive",
-        # Commits take the metastore's table lock: Hive 2.3 has no atomic pointer swap
-        # (HIVE-26882), so without it two concurrent commits to one table can both succeed
-        # and one is silently lost. The lock needs the metastore's lock tables, which
-        # session.create_metastore_lock_tables makes (without them commits hang in retries).
-        "spark.hadoop.iceberg.engine.hive.lock-enabled": "true",
-        # Iceberg mirrors each schema into the metastore's columns; Hive refuses a commit whose
-        # columns change type "in their respective positions", which dropping a column that is
-        # not the last one does (on_schema_change sync_all_columns). Iceberg's own schema checks
-        # the change; Hive's check only blocks it.
-        INCOMPATIBLE_COLUMN_CHANGES: "false",
-        # A cached table keeps serving the snapshot it loaded (30 s by default) after
-        # another session or process commits: health checks and reads would see stale
-        # files. Loading fresh metadata per query costs milliseconds.
-        f"spark.sql.catalog.{catalog}.cache-enabled": "false",
-        "spark.sql.session.timeZone": "UTC",
-        # The landing tables (file-source tables over the landing zone) are listed when a
-        # query reads them, never served from a cached listing: new files must be visible,
-        # and a `refresh table` would list every landed file on every run.
-        "spark.sql.filesourceTableRelationCacheSize": "0",
-        # A scheduled run repeats the same few hundred statements; Spark's cache of compiled
-        # query code holds 100 by default, so each run compiled them all again (Janino, then
-        # the JIT). 2,000 keeps a session's repeated runs compiled: 6% off a build here.
-        "spark.sql.codegen.cache.maxEntries": "2000",
-        # Every statement's start event carries its physical plan as text for the SQL UI,
-        # built whether or not a UI runs: "formatted" numbers each operator and lists the
-        # subqueries, 3% of a warm build's JVM time (Flight Recorder); "simple" is one tree.
-        "spark.sql.ui.explainMode": "simple",
-    }
-
-
-def metastore_location(embedded_url: str) -> dict[str, str]:
-    """The embedded Derby metastore (one process at a time), or, when LAKEHOUSE_METASTORE_URI
-    names a Hive Metastore service (`start_metastore`'s, or a team's), that service: then
-    several processes share one catalog, as overlapping scheduled runs do."""
-    uri = os.environ.get("LAKEHOUSE_METASTORE_URI")
-    if not uri:
-        return {"spark.hadoop.javax.jdo.option.ConnectionURL": embedded_url}
-    return {"spark.sql.catalog.spark_catalog.uri": uri, "spark.hadoop.hive.metastore.uris": uri}
-
-
-def jit_options() -> str:
-    """The JIT's JVM options chosen by LAKEHOUSE_JIT (full, the default, or quick)."""
-    jit = os.environ.get("LAKEHOUSE_JIT", "full")
-    if jit not in JIT_OPTIONS:
-        raise ValueError(f"LAKEHOUSE_JIT={jit!r}: choose one of {sorted(JIT_OPTIONS)}")
-    return JIT_OPTIONS[jit]
+        return cls(**vars(embedded_target(target).paths))
 
 
 def spark_conf(target: str = "local") -> dict[str, str]:
-    """Every Spark setting of an embedded target, as strings."""
-    from dbt.adapters.lakehouse.jars import helper_jar, iceberg_runtime_jar
-
-    if target not in MASTERS:
-        raise ValueError(f"unknown embedded target {target!r}; choose one of {sorted(MASTERS)}")
-    paths = DataPaths.for_target(target)
-    metastore_url = f"jdbc:derby:;databaseName={paths.metastore / 'metastore_db'};create=true"
-    java_options = (
-        f"-Dderby.system.home={paths.metastore} -Dlog4j2.configurationFile=file:{LOG4J_CONFIG}"
-        f" {class_archive.java_options()} {jit_options()}"
-    ).strip()
-    conf = {
-        "spark.master": os.environ.get("LAKEHOUSE_SPARK_MASTER", MASTERS[target]),
-        "spark.app.name": f"lakehouse-{target}",
-        "spark.jars": f"{iceberg_runtime_jar()},{helper_jar()}",
-        **iceberg_catalog_conf(),
-        "spark.sql.warehouse.dir": str(paths.warehouse),
-        # Not Spark's: the landing zone, read by the landing_dir() macro (plain dbt included).
-        LANDING_DIR_KEY: str(paths.landing),
-        # A path-based catalog for the verification scripts' scratch tables: no metastore,
-        # and pyiceberg reads its tables straight from their metadata files.
-        "spark.sql.catalog.verify": "org.apache.iceberg.spark.SparkCatalog",
-        "spark.sql.catalog.verify.type": "hadoop",
-        "spark.sql.catalog.verify.warehouse": str(paths.root / "verify"),
-        "spark.sql.catalog.verify.cache-enabled": "false",  # Java-API commits must be seen
-        **metastore_location(metastore_url),
-        # Iceberg's own metastore client checks the schema version that Spark's Hive client
-        # never records: a fresh process whose first statement reads a metadata table
-        # (`db.t.snapshots`) failed with "Version information not found in metastore".
-        "spark.hadoop.hive.metastore.schema.verification": "false",
-        "spark.driver.extraJavaOptions": java_options,
-        "spark.driver.memory": os.environ.get("LAKEHOUSE_DRIVER_MEMORY", "4g"),
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        # Small data on two cores: fewer, larger tasks. AQE still coalesces.
-        "spark.sql.shuffle.partitions": os.environ.get("LAKEHOUSE_SHUFFLE_PARTITIONS", "8"),
-    }
-    if target == "s3":
-        # Iceberg tables in the REST catalog and the bucket; the embedded Derby metastore
-        # keeps only Spark's own objects (landing tables, views)
-        from dbt.adapters.lakehouse.object_store import s3_target_conf
-
-        s3 = s3_target_conf(paths.root)
-        conf["spark.jars"] += "," + s3.pop("spark.jars.s3a")
-        conf.update(s3)
-    return conf
+    """Every Spark setting of the embedded target `target`, as strings."""
+    return embedded.spark_conf(embedded_target(target))
 
 
 @dataclass(frozen=True)

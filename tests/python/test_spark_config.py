@@ -1,3 +1,4 @@
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -7,10 +8,12 @@ import pytest
 from dbt.adapters.lakehouse.s3a_jars import JARS
 from dbt.include.lakehouse import PACKAGE_PATH
 from scripts.spark_config import (
+    PROJECT_DIR,
     ClusterSettings,
     DataPaths,
     cluster_spark_conf,
     dbt_env,
+    embedded_target,
     iceberg_catalog_conf,
     metastore_conf,
     remote_catalog_conf,
@@ -104,6 +107,70 @@ def test_a_relative_landing_path_becomes_absolute(monkeypatch, tmp_path):
 def test_unknown_target_is_refused():
     with pytest.raises(ValueError, match="unknown embedded target"):
         spark_conf("cluster")
+
+
+def profile_output(name: str):
+    """The project profile's output `name` as dbt renders it now: the adapter's credentials."""
+    import yaml
+    from dbt.config.renderer import ProfileRenderer
+    from dbt_common.context import set_invocation_context
+
+    from dbt.adapters.lakehouse.connections import LakehouseCredentials
+
+    set_invocation_context(dict(os.environ))  # what env_var() reads, as dbt sets it
+    profiles = yaml.safe_load((PROJECT_DIR / "profiles" / "profiles.yml").read_text())
+    output = ProfileRenderer({}).render_data(profiles["lakehouse"]["outputs"][name])
+    fields = {k: v for k, v in output.items() if k not in ("type", "threads")}
+    return LakehouseCredentials.from_dict(LakehouseCredentials.translate_aliases(fields))
+
+
+@pytest.mark.parametrize("variables", ["unset", "set"])
+def test_the_profile_and_the_tools_build_one_embedded_target_whatever_its_name(
+    monkeypatch, tmp_path, variables
+):
+    # the adapter reads the profile's fields; the project's tools take a target's name: both
+    # must describe the same session, and only the fields, never the name, decide it
+    monkeypatch.chdir(tmp_path)  # a relative path resolves against the project, not here
+    for name in (
+        "LAKEHOUSE_DATA_DIR",
+        "LAKEHOUSE_SPARK_MASTER",
+        "LAKEHOUSE_WAREHOUSE_DIR",
+        "LAKEHOUSE_METASTORE_DIR",
+        "LAKEHOUSE_METASTORE_URI",
+        "LAKEHOUSE_LANDING_DIR",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    if variables == "set":
+        monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(tmp_path / "data"))
+        monkeypatch.setenv("LAKEHOUSE_SPARK_MASTER", "local[3]")
+        monkeypatch.setenv("LAKEHOUSE_WAREHOUSE_DIR", str(tmp_path / "tables"))
+        monkeypatch.setenv("LAKEHOUSE_METASTORE_URI", "thrift://127.0.0.1:9083")
+        monkeypatch.setenv("LAKEHOUSE_LANDING_DIR", "s3a://bucket/landing")
+    for name in ("local", "ci", "s3"):
+        credentials = profile_output(name)
+        assert credentials.embedded_target(PROJECT_DIR) == embedded_target(name), name
+    assert profile_output("ci").embedded_target(PROJECT_DIR).catalog_type == "hive"
+    assert profile_output("s3").embedded_target(PROJECT_DIR).catalog_type == "rest"
+    assert profile_output("cluster").embedded_target(PROJECT_DIR) is None  # Thrift
+
+
+def test_a_session_target_is_embedded_by_its_data_dir_and_a_wrong_catalog_is_refused(tmp_path):
+    from dbt.adapters.lakehouse.connections import LakehouseCredentials
+
+    def credentials(**fields):
+        return LakehouseCredentials.from_dict(
+            {"method": "session", "host": "localhost", "schema": "s", **fields}
+        )
+
+    # no data_dir: dbt-spark's own session (dbt's adapter suite, a user's own target)
+    assert credentials().embedded_target(tmp_path) is None
+    # any target's name: `dev` gets the same session as `local` had
+    target = credentials(data_dir="data", landing_dir="in").embedded_target(tmp_path)
+    assert target.paths.root == tmp_path / "data"
+    assert target.paths.landing == str(tmp_path / "in")
+    assert target.paths.warehouse == tmp_path / "data" / "warehouse"
+    with pytest.raises(ValueError, match="catalog_type 'glue': choose one of hive, rest"):
+        credentials(data_dir="data", catalog_type="glue").embedded_target(tmp_path)
 
 
 def test_cluster_settings_travel_through_the_environment(monkeypatch, tmp_path):

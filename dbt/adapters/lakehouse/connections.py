@@ -1,10 +1,11 @@
 """dbt-spark's connections, plus what this project's targets need when a connection opens.
 
-- `method: session` (the embedded `local` and `ci` targets): the SparkSession is started from
-  scripts/spark_config.py (Iceberg runtime jar, catalog, metastore and warehouse under the
-  data folder, the metastore's lock tables) before dbt-spark's session method reuses it
-  through `SparkSession.builder.getOrCreate()`. A missing piece (no Java, no Iceberg runtime
-  jar) stops dbt at once with the command to run.
+- `method: session` with a `data_dir` (an embedded target): the SparkSession is started from
+  the profile's fields (embedded.py: Iceberg runtime jar, catalog, metastore and warehouse
+  under the data folder, the metastore's lock tables) before dbt-spark's session method
+  reuses it through `SparkSession.builder.getOrCreate()`. A missing piece (no Java, no Iceberg
+  runtime jar) stops dbt at once with the command to run. Without a `data_dir` the session
+  is dbt-spark's own, started from `server_side_parameters`.
 - `method: thrift` (the `cluster` target): results are read through a cursor that takes
   Spark 3.5's empty results (see EmptyResultsPyhiveWrapper).
 """
@@ -16,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.spark.connections import (
     PyhiveConnectionWrapper,
@@ -25,16 +25,61 @@ from dbt.adapters.spark.connections import (
     SparkCredentials,
 )
 
+from dbt.adapters.lakehouse.embedded import EmbeddedTarget
 from dbt.adapters.lakehouse.thrift_results import fetchall
 
 SETUP_HINT = "run `make setup` in the project folder (it installs the pinned dependencies)"
 
 
+# Optional[...], not `X | None`: dbt builds the profile's schema from these annotations.
 @dataclass
 class LakehouseCredentials(SparkCredentials):
+    """dbt-spark's fields, and an embedded target's (docs/configuration.md). `data_dir` is what
+    makes a `method: session` target embedded: the adapter starts its session. Paths may be
+    relative to the dbt project. None of them is a connection key: dbt hashes those into its
+    partial-parse state, and a data folder per worker would parse the project again."""
+
+    data_dir: str | None = None
+    spark_master: str = "local[*]"
+    catalog_type: str = "hive"  # hive (a metastore) or rest (REST catalog, object storage)
+    app_name: str = "lakehouse"
+    warehouse_dir: str | None = None
+    metastore_dir: str | None = None
+    metastore_uri: str | None = None
+    landing_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("data_dir", "warehouse_dir", "metastore_dir", "metastore_uri", "landing_dir"):
+            if getattr(self, name) == "":  # a profile's env_var('X', '') left unset
+                setattr(self, name, None)
+
     @property
     def type(self) -> str:
         return "lakehouse"
+
+    def embedded_target(self, project_dir: Path) -> EmbeddedTarget | None:
+        """The embedded target these fields describe, relative paths from `project_dir`;
+        None unless the session is the adapter's to start."""
+        if self.method != SparkConnectionMethod.SESSION or not self.data_dir:
+            return None
+
+        def folder(path: str | None) -> Path | None:
+            return (project_dir / path).resolve() if path else None
+
+        landing = self.landing_dir
+        if landing and "://" not in landing:
+            landing = str(folder(landing))
+        return EmbeddedTarget(
+            data_dir=folder(self.data_dir),
+            spark_master=self.spark_master,
+            catalog_type=self.catalog_type,
+            app_name=self.app_name,
+            warehouse_dir=folder(self.warehouse_dir),
+            metastore_dir=folder(self.metastore_dir),
+            metastore_uri=self.metastore_uri,
+            landing_dir=landing,
+        )
 
 
 class EmptyResultsPyhiveWrapper(PyhiveConnectionWrapper):
@@ -57,7 +102,7 @@ class LakehouseConnectionManager(SparkConnectionManager):
             return connection
         session = connection.credentials.method == SparkConnectionMethod.SESSION
         if session:
-            start_embedded_session()
+            start_embedded_session(connection.credentials)
         connection = super().open(connection)
         handle = connection.handle
         if session:
@@ -98,58 +143,47 @@ _session_started = threading.Event()
 _session_starting = threading.Lock()
 
 
-def start_embedded_session() -> None:
-    """The SparkSession of the embedded target dbt runs (`--target`, else the profile's).
-    dbt's worker threads open their first connections at once: one starts the session and
-    prepares the metastore (lock tables, dead processes' locks) while the others wait, so
-    none runs a statement on a metastore half prepared."""
+def start_embedded_session(credentials: LakehouseCredentials) -> None:
+    """The SparkSession of the embedded target dbt runs. dbt's worker threads open their first
+    connections at once: one starts the session and prepares the metastore (lock tables,
+    dead processes' locks) while the others wait, so none runs a statement on a metastore
+    half prepared."""
     if _session_started.is_set():
         return
     with _session_starting:
         if not _session_started.is_set():
-            _start_embedded_session()
+            _start_embedded_session(credentials)
             _session_started.set()
 
 
-def _start_embedded_session() -> None:
+def project_dir() -> Path:
+    """The dbt project's folder (`--project-dir`), else the current one."""
+    from dbt.flags import get_flags
+
+    return Path(getattr(get_flags(), "PROJECT_DIR", None) or ".").resolve()
+
+
+def _start_embedded_session(credentials: LakehouseCredentials) -> None:
     from pyspark import SparkContext
 
     # Not SparkSession.getActiveSession(): the active session is per thread, and dbt opens
     # connections in its worker threads, where it is None although the session runs.
     if SparkContext._active_spark_context is not None:
         return  # started: by `lakehouse dbt`, pytest or `bench`, before dbt ran
-    from scripts.spark_config import MASTERS
-
-    target = current_target()
-    if target not in MASTERS:
+    target = credentials.embedded_target(project_dir())
+    if target is None:
         return  # a session target of a user's own: dbt-spark starts it from the profile
     try:
-        from scripts.session import get_spark
+        from dbt.adapters.lakehouse.embedded_session import start_session
     except ImportError as error:  # pyspark or a pinned dependency missing
         raise RuntimeError(f"cannot start Spark ({error}): {SETUP_HINT}") from error
     from dbt.adapters.lakehouse.object_store import ServiceError
 
     try:
-        get_spark(target)
+        start_session(target)
     except ServiceError:
         raise  # a service of the target is down or refuses the keys: its message says why
     except FileNotFoundError as error:  # the Iceberg runtime jar
         raise RuntimeError(f"{error}: {SETUP_HINT}") from error
     except RuntimeError as error:  # no Java runtime: find_java says which to install
         raise RuntimeError(f"{error} Or {SETUP_HINT}.") from error
-
-
-def current_target(profile: str = "lakehouse") -> str:
-    """`--target` / DBT_TARGET, else the profile's `target:`."""
-    from dbt.flags import get_flags
-
-    from scripts.spark_config import PROJECT_DIR
-
-    flags = get_flags()
-    if getattr(flags, "TARGET", None):
-        return str(flags.TARGET)
-    path = Path(getattr(flags, "PROFILES_DIR", None) or PROJECT_DIR / "profiles") / "profiles.yml"
-    try:
-        return str(yaml.safe_load(path.read_text())[profile]["target"])
-    except (OSError, KeyError, TypeError):
-        return "local"

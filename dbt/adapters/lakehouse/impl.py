@@ -138,7 +138,7 @@ class LakehouseAdapter(SparkAdapter):
         every table of a REST catalog). Returns '' or why nothing was sent: lineage never
         fails a run."""
         from dbt.adapters.lakehouse import lineage
-        from scripts.spark_config import DataPaths
+        from dbt.adapters.lakehouse.connections import project_dir
 
         try:
             emitted = [n for n in nodes.values() if n.get("resource_type") in lineage.EMITTED]
@@ -170,9 +170,10 @@ class LakehouseAdapter(SparkAdapter):
             found = lineage.events(results, nodes, locate, catalog)
             if not found or not emitted:
                 return ""
-            default = (
-                DataPaths.for_target(self.config.target_name).root / "lineage" / "events.jsonl"
-            )
+            # beside the target's data, else in dbt's target folder
+            data_dir = getattr(self.config.credentials, "data_dir", None)
+            folder = project_dir() / (data_dir or self.config.target_path)
+            default = folder / "lineage" / "events.jsonl"
             sender = lineage.client(default)
             for event in found:
                 sender.emit(event)
