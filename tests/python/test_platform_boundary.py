@@ -1,10 +1,11 @@
 """The boundary between the `lakehouse` adapter and this warehouse, read from the source (no
-Spark, under a second). The adapter (`dbt/adapters/lakehouse`, its macros in
+Spark; seconds). The adapter (`dbt/adapters/lakehouse`, its macros in
 `dbt/include/lakehouse/macros`) is what any dbt project on Spark + Iceberg gets by installing
 it; the project's `macros/` is this warehouse's own. dbt resolves a macro call in the root
 project before the adapter, so an adapter macro may call a project macro and still work here,
 and break in every other project; and a project macro of the same name silently replaces the
-adapter's. The adapter's code imports nothing of the project; the macro calls that still cross
+adapter's. A `pip install` of the repository installs the adapter alone, and its code imports
+nothing of the project; the macro calls that still cross
 are listed below: the platform's move into the adapter takes them off one by one, and none
 may be added.
 """
@@ -12,6 +13,9 @@ may be added.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 from scripts.spark_config import PROJECT_DIR
@@ -92,6 +96,25 @@ def test_the_adapters_code_imports_no_project_module():
         if found:
             imports[path.name] = found
     assert imports == {}
+
+
+def test_a_pip_install_of_the_repository_installs_the_adapter_alone(tmp_path):
+    # the wheel `pip install <repository>` installs (built from the sdist, as pip does): the
+    # adapter's two packages with their macros, Java sources and JVM settings; none of this
+    # warehouse's code, no command, no build or data folder at the top of site-packages
+    uv = Path(sys.executable).parent / "uv"
+    subprocess.run(
+        [str(uv), "build", "--quiet", "--out-dir", str(tmp_path), str(PROJECT_DIR)], check=True
+    )
+    (wheel,) = tmp_path.glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names} == {"dbt", "lakehouse-0.1.0.dist-info"}
+    packages = {"/".join(name.split("/")[:3]) for name in names if name.startswith("dbt/")}
+    assert packages == {"dbt/adapters/lakehouse", "dbt/include/lakehouse"}
+    assert "dbt/include/lakehouse/java/lakehouse/AppendRows.java" in names
+    assert "dbt/include/lakehouse/conf/log4j2.properties" in names
+    assert "dbt/include/lakehouse/macros/write_audit_publish/wap_publish.sql" in names
+    assert "lakehouse-0.1.0.dist-info/entry_points.txt" not in names  # the tools' commands
 
 
 # --- vars: each defaulted in one place ---------------------------------------------------

@@ -1,9 +1,10 @@
 """The `lakehouse` dbt adapter: dbt-spark, extended the supported way (an adapter plugin that
-subclasses it, as dbt-databricks does), for this project's profiles (`type: lakehouse`).
+subclasses it, as dbt-databricks does), for profiles of `type: lakehouse`.
 
 What it adds to dbt-spark, and why:
-- the embedded targets' SparkSession, started from scripts/spark_config.py when dbt opens
-  its first connection (connections.py), so plain `dbt` needs no Spark settings in profiles;
+- the embedded targets' SparkSession, started from the profile's fields when dbt opens its
+  first connection (connections.py, embedded.py, embedded_session.py), so plain `dbt` needs
+  no Spark settings in profiles;
 - `adapter.try_execute(sql)` for Jinja (impl.py): a failed maintenance statement is reported,
   not raised, after a model's data has committed;
 - reading Spark 3.5's empty Thrift results with PyHive 0.7 (thrift_results.py);
