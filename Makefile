@@ -1,5 +1,6 @@
 # Two commands: `make build` (sample data + dbt build of every layer) and `make test`.
-# Each creates .venv and installs the pinned dependencies from pyproject.toml when missing;
+# Each creates .venv and installs the pinned dependencies (pyproject.toml: the adapter;
+# scripts/pyproject.toml: the warehouse's tools) when missing;
 # `make setup` only installs (then plain `.venv/bin/dbt build --profiles-dir profiles` works).
 PYTHON ?= python3
 VENV := .venv

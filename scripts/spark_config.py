@@ -1,8 +1,9 @@
-"""The one owner of the Spark + Iceberg configuration.
+"""The project's targets by name: their settings for the project's own tools.
 
-The dbt profile (through the LAKEHOUSE_SPARK_CONF environment variable), the Python
-scripts and the pytest fixtures all take their settings from `spark_conf()`, so the
-three can never drift apart.
+An embedded target's Spark settings are the adapter's (dbt/adapters/lakehouse/embedded.py),
+built from its profile fields; `embedded_target(name)` builds the same fields from the same
+variables as profiles/profiles.yml, so the scripts, the pytest fixtures and plain dbt start
+one and the same session (tests/python/test_spark_config.py renders the profile to check).
 
     python -m scripts.spark_config --target local          # print the settings
     eval "$(python -m scripts.spark_config --export)"      # then plain `dbt build` works
@@ -44,29 +45,32 @@ def embedded_target(name: str) -> EmbeddedTarget:
     """The embedded target `name` of the project's profile, from this environment."""
     if name not in MASTERS:
         raise ValueError(f"unknown embedded target {name!r}; choose one of {sorted(MASTERS)}")
-    folder = os.environ.get
+    return _target(name)
 
-    def path(variable: str) -> Path | None:
-        return Path(folder(variable)).resolve() if folder(variable) else None
 
-    return EmbeddedTarget(
-        data_dir=Path(folder("LAKEHOUSE_DATA_DIR", PROJECT_DIR / "data" / name)).resolve(),
-        spark_master=folder("LAKEHOUSE_SPARK_MASTER", MASTERS[name]),
+def _target(name: str) -> EmbeddedTarget:
+    # the fields profiles.yml renders, resolved as the adapter resolves them (relative paths
+    # are the project's); any name has a data folder, `data/<name>` by default
+    variable = os.environ.get
+    return EmbeddedTarget.resolve(
+        PROJECT_DIR,
+        variable("LAKEHOUSE_DATA_DIR") or f"data/{name}",
+        warehouse_dir=variable("LAKEHOUSE_WAREHOUSE_DIR"),
+        metastore_dir=variable("LAKEHOUSE_METASTORE_DIR"),
+        landing_dir=variable("LAKEHOUSE_LANDING_DIR"),
+        spark_master=variable("LAKEHOUSE_SPARK_MASTER") or MASTERS.get(name, "local[*]"),
         catalog_type="rest" if name == "s3" else "hive",
         app_name=f"lakehouse-{name}",
-        warehouse_dir=path("LAKEHOUSE_WAREHOUSE_DIR"),
-        metastore_dir=path("LAKEHOUSE_METASTORE_DIR"),
-        metastore_uri=folder("LAKEHOUSE_METASTORE_URI") or None,
-        landing_dir=folder("LAKEHOUSE_LANDING_DIR") or None,
+        metastore_uri=variable("LAKEHOUSE_METASTORE_URI") or None,
     )
 
 
 class DataPaths(embedded.DataPaths):
-    """The adapter's DataPaths, found by a target's name."""
+    """The adapter's DataPaths, found by a target's name (`cluster` too: its data folder)."""
 
     @classmethod
     def for_target(cls, target: str) -> DataPaths:
-        return cls(**vars(embedded_target(target).paths))
+        return cls(**vars(_target(target).paths))
 
 
 def spark_conf(target: str = "local") -> dict[str, str]:

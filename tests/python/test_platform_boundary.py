@@ -13,6 +13,7 @@ may be added.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -102,9 +103,14 @@ def test_a_pip_install_of_the_repository_installs_the_adapter_alone(tmp_path):
     # the wheel `pip install <repository>` installs (built from the sdist, as pip does): the
     # adapter's two packages with their macros, Java sources and JVM settings; none of this
     # warehouse's code, no command, no build or data folder at the top of site-packages
+    source = tmp_path / "repository"  # a copy: the build writes its egg-info beside the sources
+    shutil.copytree(
+        PROJECT_DIR / "dbt", source / "dbt", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(PROJECT_DIR / "pyproject.toml", source)
     uv = Path(sys.executable).parent / "uv"
     subprocess.run(
-        [str(uv), "build", "--quiet", "--out-dir", str(tmp_path), str(PROJECT_DIR)], check=True
+        [str(uv), "build", "--quiet", "--out-dir", str(tmp_path), str(source)], check=True
     )
     (wheel,) = tmp_path.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()

@@ -98,10 +98,13 @@ def test_a_landing_uri_passes_through_settings_unchanged(monkeypatch, tmp_path, 
     assert dbt_env("ci")["LAKEHOUSE_LANDING_DIR"] == location
 
 
-def test_a_relative_landing_path_becomes_absolute(monkeypatch, tmp_path):
-    monkeypatch.chdir(tmp_path)
+def test_a_relative_location_is_the_projects_wherever_the_command_runs(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # as a profile's path: relative to the dbt project
     monkeypatch.setenv("LAKEHOUSE_LANDING_DIR", "data/landing")
-    assert DataPaths.for_target("ci").landing == str(tmp_path / "data" / "landing")
+    monkeypatch.setenv("LAKEHOUSE_DATA_DIR", "data/elsewhere")
+    paths = DataPaths.for_target("ci")
+    assert paths.landing == str(PROJECT_DIR / "data" / "landing")
+    assert paths.root == PROJECT_DIR / "data" / "elsewhere"
 
 
 def test_unknown_target_is_refused():
@@ -124,7 +127,7 @@ def profile_output(name: str):
     return LakehouseCredentials.from_dict(LakehouseCredentials.translate_aliases(fields))
 
 
-@pytest.mark.parametrize("variables", ["unset", "set"])
+@pytest.mark.parametrize("variables", ["unset", "set", "relative"])
 def test_the_profile_and_the_tools_build_one_embedded_target_whatever_its_name(
     monkeypatch, tmp_path, variables
 ):
@@ -146,6 +149,10 @@ def test_the_profile_and_the_tools_build_one_embedded_target_whatever_its_name(
         monkeypatch.setenv("LAKEHOUSE_WAREHOUSE_DIR", str(tmp_path / "tables"))
         monkeypatch.setenv("LAKEHOUSE_METASTORE_URI", "thrift://127.0.0.1:9083")
         monkeypatch.setenv("LAKEHOUSE_LANDING_DIR", "s3a://bucket/landing")
+    if variables == "relative":
+        monkeypatch.setenv("LAKEHOUSE_DATA_DIR", "data/relative")
+        monkeypatch.setenv("LAKEHOUSE_METASTORE_DIR", "data/relative/catalog")
+        monkeypatch.setenv("LAKEHOUSE_LANDING_DIR", "data/relative/in")
     for name in ("local", "ci", "s3"):
         credentials = profile_output(name)
         assert credentials.embedded_target(PROJECT_DIR) == embedded_target(name), name

@@ -31,7 +31,6 @@ from dbt.adapters.lakehouse.thrift_results import fetchall
 SETUP_HINT = "run `make setup` in the project folder (it installs the pinned dependencies)"
 
 
-# Optional[...], not `X | None`: dbt builds the profile's schema from these annotations.
 @dataclass
 class LakehouseCredentials(SparkCredentials):
     """dbt-spark's fields, and an embedded target's (docs/configuration.md). `data_dir` is what
@@ -63,22 +62,16 @@ class LakehouseCredentials(SparkCredentials):
         None unless the session is the adapter's to start."""
         if self.method != SparkConnectionMethod.SESSION or not self.data_dir:
             return None
-
-        def folder(path: str | None) -> Path | None:
-            return (project_dir / path).resolve() if path else None
-
-        landing = self.landing_dir
-        if landing and "://" not in landing:
-            landing = str(folder(landing))
-        return EmbeddedTarget(
-            data_dir=folder(self.data_dir),
+        return EmbeddedTarget.resolve(
+            project_dir,
+            self.data_dir,
+            warehouse_dir=self.warehouse_dir,
+            metastore_dir=self.metastore_dir,
+            landing_dir=self.landing_dir,
             spark_master=self.spark_master,
             catalog_type=self.catalog_type,
             app_name=self.app_name,
-            warehouse_dir=folder(self.warehouse_dir),
-            metastore_dir=folder(self.metastore_dir),
             metastore_uri=self.metastore_uri,
-            landing_dir=landing,
         )
 
 

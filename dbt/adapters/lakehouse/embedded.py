@@ -65,6 +65,33 @@ class EmbeddedTarget:
     metastore_uri: str | None = None  # a Hive Metastore service instead of embedded Derby
     landing_dir: str | None = None
 
+    @classmethod
+    def resolve(
+        cls,
+        project_dir: Path,
+        data_dir: str,
+        *,
+        warehouse_dir: str | None = None,
+        metastore_dir: str | None = None,
+        landing_dir: str | None = None,
+        **settings,
+    ) -> EmbeddedTarget:
+        """The target whose locations are given as a profile gives them: a relative path is
+        the dbt project's (`project_dir`), a URI is kept as it is."""
+
+        def folder(path: str | None) -> Path | None:
+            return (project_dir / path).resolve() if path else None
+
+        if landing_dir and not is_uri(landing_dir):
+            landing_dir = str(folder(landing_dir))
+        return cls(
+            data_dir=folder(data_dir),
+            warehouse_dir=folder(warehouse_dir),
+            metastore_dir=folder(metastore_dir),
+            landing_dir=landing_dir,
+            **settings,
+        )
+
     def __post_init__(self) -> None:
         if self.catalog_type not in CATALOG_TYPES:
             raise ValueError(

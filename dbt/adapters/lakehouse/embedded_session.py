@@ -68,8 +68,8 @@ def release_locks_of_dead_processes(jvm: Any, connection_url: str) -> int:
 
 def create_metastore_lock_tables(jvm: Any, connection_url: str) -> None:
     """Create a metastore database's lock tables once. Iceberg takes a metastore lock per
-    commit (spark_config turns it on); the schema DataNucleus creates lacks the tables
-    behind Hive's lock API, and without them every commit retries for minutes. Hive's own
+    commit (embedded.iceberg_catalog_conf turns it on); the schema DataNucleus creates lacks
+    the tables behind Hive's lock API, and without them every commit retries for minutes. Hive's own
     TxnDbUtil creates them; it fails on a database that has them, which is fine."""
     conf = jvm.org.apache.hadoop.hive.conf.HiveConf()
     conf.set("javax.jdo.option.ConnectionURL", connection_url)

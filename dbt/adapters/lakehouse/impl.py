@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from dbt.adapters.base import available
@@ -138,7 +139,6 @@ class LakehouseAdapter(SparkAdapter):
         every table of a REST catalog). Returns '' or why nothing was sent: lineage never
         fails a run."""
         from dbt.adapters.lakehouse import lineage
-        from dbt.adapters.lakehouse.connections import project_dir
 
         try:
             emitted = [n for n in nodes.values() if n.get("resource_type") in lineage.EMITTED]
@@ -172,7 +172,7 @@ class LakehouseAdapter(SparkAdapter):
                 return ""
             # beside the target's data, else in dbt's target folder
             data_dir = getattr(self.config.credentials, "data_dir", None)
-            folder = project_dir() / (data_dir or self.config.target_path)
+            folder = Path(self.config.project_root) / (data_dir or self.config.target_path)
             default = folder / "lineage" / "events.jsonl"
             sender = lineage.client(default)
             for event in found:
