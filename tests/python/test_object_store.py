@@ -109,6 +109,9 @@ def store_log(env: dict[str, str]) -> str:
     return "\n-- the store's log:\n" + "\n".join(lines)
 
 
+PHASES = PROJECT_DIR / "target" / "s3-scenario-phases.json"
+
+
 def run_s3_process(env: dict[str, str], script: str) -> dict:
     # ~6 minutes on an idle 2-core machine; a busy one may take twice that and more
     try:
@@ -131,6 +134,11 @@ def run_s3_process(env: dict[str, str], script: str) -> dict:
         for line in done.stdout.splitlines()
         if line.split(" ", 1)[0] in ("RESULT", "NIGHTLY", "CONCURRENCY", "VERIFY")
     }
+    phases = [json.loads(line.split(" ", 1)[1]) for line in done.stdout.splitlines()
+              if line.startswith("PHASE ")]  # fmt: skip
+    if phases:  # [name, seconds since the start] after each part of the scenario
+        PHASES.parent.mkdir(exist_ok=True)
+        PHASES.write_text(json.dumps(phases, indent=1) + "\n")
     return {**reports.pop("RESULT"), **{tag.lower(): report for tag, report in reports.items()}}
 
 
@@ -153,6 +161,13 @@ from scripts.spark_config import DataPaths
 from scripts.tasks import run_dbt
 from scripts import services
 from dbt.adapters.lakehouse.object_store import ServiceSettings
+
+STARTED = time.monotonic()
+
+
+def phase_done(name):  # where the scenario's minutes go: target/s3-scenario-phases.json
+    print("PHASE", json.dumps([name, round(time.monotonic() - STARTED, 1)]), flush=True)
+
 
 data = DataPaths.for_target("s3")
 assert data.landing.startswith("s3a://"), data.landing  # the bucket, never a local folder
@@ -401,9 +416,11 @@ for batch in range(1, BATCHES + 1):
                            " where _source_file like '%/batch=000002/%'").first()[0]
         assert held > 0 and loaded == 0, (held, loaded)
     print("BATCH", batch, json.dumps(lines), flush=True)
+    phase_done(f"batch {batch}")
 
 # dbt docs on this target: every Iceberg model and snapshot in catalog.json with its columns
 assert run_dbt("s3", ["docs", "generate", "--write-json"]) == 0
+phase_done("docs generate")
 catalog = json.loads((Path(os.environ["DBT_TARGET_PATH"]) / "catalog.json").read_text())
 manifest = json.loads((Path(os.environ["DBT_TARGET_PATH"]) / "manifest.json").read_text())
 listed = catalog["nodes"]
@@ -465,6 +482,7 @@ def mains():  # each table's main snapshot, and a checksum of every row a reader
 
 # A red run: an event of a user no changelog has delivered, in a batch of its own. Its error
 # test fails: every table's main stays as it was; the run's branch, kept, holds the event.
+phase_done("reads after the builds")
 published = mains()
 event = json.loads(zone.lines(zone.visible_files("client_events")[-1])[0])
 event.update(event_id="ev-s3-late-user", user_id="987654", _kafka_partition=9,
@@ -482,6 +500,7 @@ assert spark.sql(on_branch).first()[0] == published["ods.ods_client__events"][1]
 
 # The nightly maintenance on the bucket, orphan-file removal included (it lists the store),
 # beside a write in flight: its data file is in a table's folder, not committed yet.
+phase_done("red run")
 in_flight = IcebergTable(spark, "spark_catalog.dwd.dim_users__state").write_data_file(
     [{"user_id": 9_000_000_001}], prefix="in-flight")
 store, path = filesystem(str(in_flight.location()))
@@ -513,12 +532,14 @@ print("NIGHTLY", json.dumps({
 
 # Merges and maintenance racing on merge-on-read tables of the REST catalog, where a commit is
 # the service's atomic swap (no Hive lock): test_concurrency's interleavings, its checks
+phase_done("nightly maintenance")
 from test_concurrency import run_interleaving, seeds, summarize
 
 print("CONCURRENCY", json.dumps(summarize([run_interleaving(spark, dbt, s) for s in seeds()])),
       flush=True)
 
 # The verification scripts, their scratch tables in this target's catalog and bucket
+phase_done("racing interleavings")
 from scripts import verify_compaction, verify_time_travel
 from scripts.iceberg_java import IcebergTable
 
@@ -545,6 +566,7 @@ print("VERIFY", json.dumps({
     "time_travel_failed": [f"{check.what} ({check.path})" for check in travel.failed],
     "location": str(IcebergTable(spark, verify_time_travel.SCRATCH_TABLE).load().location()),
 }, default=str), flush=True)
+phase_done("verification scripts")
 """.replace("BATCHES", str(BATCHES))
 
 
