@@ -11,11 +11,9 @@
 
 {% macro checked_through_key() %}{{ return('lakehouse.checked-through') }}{% endmacro %}
 
-{#- {source: load id} this model has recorded; read once per invocation -#}
+{#- {source: load id} this model has recorded: one read; the model keeps it in a variable and
+    passes each source's load to loaded_since_last_run(at_least=...) -#}
 {% macro checked_through() %}
-    {%- set key = invocation_id ~ ':checked_through:' ~ this -%}
-    {%- set known = adapter.per_invocation(key) -%}
-    {%- if known is not none -%}{{ return(known) }}{%- endif -%}
     {%- set found = {} -%}
     {%- if execute and is_incremental() and model.resource_type == 'model' -%}
         {%- set stamped = run_query("select reflect('lakehouse.TableState', 'stamped', '" ~ this ~ "', '"
@@ -25,7 +23,6 @@
             {%- do found.update({name: load_id | int}) -%}
         {%- endfor -%}
     {%- endif -%}
-    {%- do adapter.per_invocation(key, found) -%}
     {{ return(found) }}
 {% endmacro %}
 

@@ -5,9 +5,9 @@
     rendered as a literal (Iceberg prunes files by it; a reviewer sees it in target/).
     On a first build: every row. `target_column` names the watermark in this model when it
     differs; `target_filter` narrows it (one watermark per source in a shared table);
-    `checked_source`: the watermark is at least the load this model recorded having read
-    that source through (checked_through.sql). -#}
-{% macro loaded_since_last_run(column='_load_id', target_column=none, target_filter=none, checked_source=none) %}
+    `at_least`: a load id the watermark is at least (the load a reader recorded having read a
+    source through: checked_through.sql). -#}
+{% macro loaded_since_last_run(column='_load_id', target_column=none, target_filter=none, at_least=0) %}
     {%- if not is_incremental() -%}
         true
     {%- else -%}
@@ -17,9 +17,7 @@
         {%- endset -%}
         {%- if execute and model.resource_type != 'unit_test' -%}
             {%- set watermark = run_query(watermark_sql).columns[0].values()[0] -%}
-            {%- if checked_source -%}
-                {%- set watermark = [watermark, checked_through().get(checked_source, 0)] | max -%}
-            {%- endif -%}
+            {%- set watermark = [watermark, at_least] | max -%}
             {{ column }} > {{ watermark }}
         {%- else -%}
             {#- unit tests give `this` as a fixture: read it inline -#}

@@ -6,12 +6,12 @@
     only those day partitions of the detail table. None on a first build; (none, none) when
     nothing new arrived. The arrival time is read from the raw line as DWD parses it, or,
     for this run's load when it is cached (typed_rows), the typed model's `ingested_at`
-    (`typed`: the ref of the source's typed model). -#}
-{% macro new_events_window(ods_relation, target_column='_load_id', target_filter=none, typed=none, checked_source=none) %}
+    (`typed`: the ref of the source's typed model). `new_loads` is the model's own
+    loaded_since_last_run() on `_load_id`, already resolved: the window reads the same loads. -#}
+{% macro new_events_window(ods_relation, new_loads, typed=none) %}
     {%- if not execute or not is_incremental() or model.resource_type == 'unit_test' -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set new_loads = loaded_since_last_run(target_column=target_column, target_filter=target_filter, checked_source=checked_source) -%}
     {%- set cached = none if typed is none else adapter.per_invocation(invocation_id ~ ':typed_rows:' ~ typed) -%}
     {%- set query -%}
         select

@@ -9,6 +9,7 @@
     load-id watermark: the higher of its rows' and the load it has read the source through
     (record_checked_through: a source with no reject is not read again). -#}
 {%- set sources = declared_landed_sources() %}
+{%- set checked = checked_through() %}
 {%- set columns = [
     'reject_reason', 'kafka_partition', 'kafka_offset', 'raw_record',
     '_source_file', '_source_line', '_batch_id', '_load_id', '_loaded_at',
@@ -17,15 +18,16 @@
 with
 {%- for landed in sources %}
     {%- set this_source = "source_table = '" ~ landed.source_table ~ "'" %}
+    {%- set new_loads = loaded_since_last_run(
+        target_filter=this_source, at_least=checked.get(landed.source_table, 0)
+    ) %}
 
     {{ landed.source_table }}_new as (
         select * from {{ typed_rows(ref(landed.typed)) }}
-        where {{ loaded_since_last_run(target_filter=this_source, checked_source=landed.source_table) }}
+        where {{ new_loads }}
     ),
     {%- if landed.accepted_in %}
-        {%- set window = new_events_window(
-            ref(landed.ods), target_filter=this_source, typed=ref(landed.typed), checked_source=landed.source_table
-        ) %}
+        {%- set window = new_events_window(ref(landed.ods), new_loads, typed=ref(landed.typed)) %}
 
         {{ landed.source_table }}_resent as (
             -- valid, but another delivery of a record already accepted (another line: the accepted

@@ -114,6 +114,12 @@ def test_dagster_runs_the_scheduled_build_and_publishes_what_plain_dbt_builds(
         materialized
     )
     assert materialized["dws/dws_user__daily"]["write-audit-publish"].value == "published in run 1"
+    # the job names the default selector: it tested every row it wrote, so the next scheduled
+    # run's tests read only the loads after it
+    runs = main_table(data / "warehouse" / "ops.db" / "wap_runs").to_pylist()
+    assert [(run["load_id"], run["status"], run["tested"]) for run in runs] == [
+        (1, "published", True)
+    ]
     for table in COMPARED:
         dagster_rows = main_rows(data / "warehouse", table)
         assert dagster_rows and dagster_rows == main_rows(plain_dbt.data / "warehouse", table), (

@@ -72,6 +72,13 @@ class LakehouseAdapter(SparkAdapter):
         return {"table": table, "error": None}
 
     @available
+    def is_default_selector(self, name: str) -> bool:
+        """Whether `name` is the project's default selector (`default: true` in its
+        selectors.yml): `dbt build --selector <it>` selects what a plain `dbt build` does."""
+        default = getattr(self.config, "get_default_selector_name", None)
+        return bool(name) and default is not None and default() == name
+
+    @available
     def maintenance_policy(self, policy: dict[str, Any] | None, table: str) -> maintenance.Policy:
         """A model's maintenance policy, checked (maintenance.read_policy): a policy that
         cannot be applied fails the model at compile time, naming the table and setting."""

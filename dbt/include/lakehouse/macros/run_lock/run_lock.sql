@@ -76,6 +76,11 @@
     {%- endif -%}
     {%- set released = _run_lock_call("'release', '" ~ lock ~ "', '" ~ owner ~ "'") -%}
     {%- if released.missing -%}{{ return('') }}{%- endif -%}
+    {%- if not released.released -%}  {#- another holder took it over, or it was free -#}
+        {{ log("run lock: not held by invocation " ~ owner ~ ", nothing released (holder: "
+            ~ (released.holder or 'none') ~ ")", info=true) }}
+        {{ return('') }}
+    {%- endif -%}
     {{ log("run lock: released by invocation " ~ owner, info=true) }}
     {#- two commits a run: keep the lock table's history short (every 50th load) -#}
     {%- if released.load_id % 50 == 0 -%}

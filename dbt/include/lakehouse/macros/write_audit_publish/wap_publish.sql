@@ -209,13 +209,18 @@
 {% endmacro %}
 
 {#- Whether this invocation tested every row it wrote: a `dbt build` with no selection of
-    its own (the default selector applies). A scheduled `dbt run` or `dbt snapshot`
-    publishes rows no test read, and a build of a selection may leave a load's rows to
-    downstream models built later under the same load id: neither may raise the bound. -#}
+    its own (the default selector applies, or is named: a scheduler's `--selector <it>`). A
+    scheduled `dbt run` or `dbt snapshot` publishes rows no test read, and a build of a
+    selection may leave a load's rows to downstream models built later under the same load
+    id: neither may raise the bound. -#}
 {% macro wap_run_tested_everything() %}
     {%- set args = invocation_args_dict -%}
     {%- set selection = ['select', 'exclude', 'models', 'selector', 'resource_types', 'exclude_resource_types'] -%}
-    {%- for name in selection if args.get(name) -%}{{ return(false) }}{%- endfor -%}
+    {%- for name in selection if args.get(name) -%}
+        {%- if not (name == 'selector' and adapter.is_default_selector(args.get(name))) -%}
+            {{ return(false) }}
+        {%- endif -%}
+    {%- endfor -%}
     {{ return(flags.WHICH == 'build') }}
 {% endmacro %}
 
