@@ -130,8 +130,7 @@ from images
     watermark then, relation: same | ancestor | rebuilt | first, seq: this commit's sequence,
     head_checked: the state's watermark at the head (stamped by record_changes_through)}. -#}
 {% macro changelog_base(state) %}
-    {%- set memo = invocation_id ~ ':changelog_base:' ~ this -%}
-    {%- set known = adapter.per_invocation(memo) -%}
+    {%- set known = adapter.noted_for_post_hooks(this) -%}
     {%- if known is not none -%}{{ return(known) }}{%- endif -%}
     {%- set unbuilt = {'head': 0, 'snapshot': 0, 'checked': 0, 'relation': 'first', 'seq': 1, 'head_checked': 0} -%}
     {%- if not execute or load_relation(state) is none -%}
@@ -182,14 +181,14 @@ from images
         'head_checked': head_checked,
     } -%}
     {{ log(this ~ ": changes of " ~ state ~ " from " ~ (base.snapshot or 'the start') ~ " to " ~ base.head ~ " (" ~ relation ~ ")", info=true) }}
-    {{ return(adapter.per_invocation(memo, base)) }}
+    {{ return(adapter.note_for_post_hooks(this, base)) }}
 {% endmacro %}
 
 {#- Post-hook of a changelog model: it holds the changes through the state's snapshot it read.
     A record that is missing only makes the next run compare more (the rebuilt path). -#}
 {% macro record_changes_through() %}
     {%- if not execute or model.resource_type != 'model' -%}{{ return('') }}{%- endif -%}
-    {%- set base = adapter.per_invocation(invocation_id ~ ':changelog_base:' ~ this) -%}
+    {%- set base = adapter.noted_for_post_hooks(this) -%}
     {%- if base is none -%}{{ return('') }}{%- endif -%}
     {%- set value = 'snapshot=' ~ base.head ~ ',checked=' ~ base.head_checked ~ ',seq=' ~ base.seq -%}
     {%- do run_query("select reflect('lakehouse.SnapshotSummary', 'stamp', '" ~ this ~ "', '"

@@ -12,14 +12,14 @@
     {%- if not execute or not is_incremental() or model.resource_type == 'unit_test' -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set cached = none if typed is none else adapter.per_invocation(invocation_id ~ ':typed_rows:' ~ typed) -%}
+    {%- set cached = none if typed is none else adapter.cached_rows(typed) -%}
     {%- set query -%}
         select
             cast(min(arrived_at) - make_interval(0, 0, 0, {{ var('max_event_lateness_days') }}) as string),
             cast(max(arrived_at) + make_interval(0, 0, 0, 0, {{ var('max_clock_skew_hours') }}) as string)
         from (
             {%- if cached %}
-            select ingested_at as arrived_at from {{ cached.cache }} where {{ new_loads }}
+            select ingested_at as arrived_at from {{ cached.relation }} where {{ new_loads }}
             union all
             {%- endif %}
             select try_cast(get_json_object(_raw_line, '$._ingested_at') as timestamp) as arrived_at

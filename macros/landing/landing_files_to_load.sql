@@ -19,9 +19,9 @@
     {%- if not execute -%}{{ return(nothing) }}{%- endif -%}
     {%- set landing = source(source_name, table_name) -%}
     {%- set listing = source(source_name, table_name ~ '_files') -%}
-    {#- registered by this invocation's on-run-start, or looked up (a schema listing) -#}
-    {%- if not adapter.per_invocation(invocation_id ~ ':landing_registered')
-          and adapter.get_relation(listing.database, listing.schema, listing.identifier) is none -%}
+    {#- registered by this invocation's on-run-start (then in dbt's relation cache), or looked
+        up (a schema listing) -#}
+    {%- if adapter.get_relation(listing.database, listing.schema, listing.identifier) is none -%}
         {#- a command without on-run-start (compile, a linter's compile) on a fresh warehouse -#}
         {{ log("landing " ~ source_name ~ "." ~ table_name ~ ": not registered in this command, nothing to load", info=true) }}
         {{ return(nothing) }}

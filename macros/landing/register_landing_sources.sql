@@ -57,6 +57,16 @@
             {%- do registered.append(table) -%}
         {%- endif -%}
     {%- endfor -%}
-    {%- do adapter.per_invocation(invocation_id ~ ':landing_registered', true) -%}
+    {#- dbt's relation cache now holds the landing schemas whole: an ODS model finds its
+        tables there (landing_files_to_load) without listing the schema again -#}
+    {%- for schema, tables in existing.items() -%}
+        {%- for name in tables -%}
+            {%- do adapter.cache_added(api.Relation.create(schema=schema, identifier=name, type='table')) -%}
+        {%- endfor -%}
+    {%- endfor -%}
+    {%- for table in registered -%}
+        {%- set schema, name = table.split('.') -%}
+        {%- do adapter.cache_added(api.Relation.create(schema=schema, identifier=name, type='table')) -%}
+    {%- endfor -%}
     {{ log("landing zone " ~ landing_root ~ (": registered " ~ (registered | join(', ')) if registered else ": sources up to date"), info=true) }}
 {% endmacro %}

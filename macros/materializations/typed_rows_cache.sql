@@ -20,7 +20,6 @@
       {%- endif -%}
     {%- endfor -%}
   {%- endif -%}
-  {%- set caches = [] -%}
   {%- if planned -%}
     {%- set load_id = current_load_id() -%}
     {%- for name, typed_sql in planned -%}
@@ -32,13 +31,10 @@
       {%- call statement('main' if loop.last else 'cache_' ~ name) -%}
         cache table {{ cache }}
       {%- endcall -%}
-      {%- do caches.append(cache) -%}
-      {%- do adapter.per_invocation(invocation_id ~ ':typed_rows:__dbt__cte__' ~ name,
-          {'cache': cache, 'load_id': load_id}) -%}
+      {%- do adapter.note_cached_rows('__dbt__cte__' ~ name, cache, load_id) -%}
     {%- endfor -%}
   {%- else -%}
     {%- call statement('main') -%}select 1{%- endcall -%}
   {%- endif -%}
-  {%- do adapter.per_invocation(invocation_id ~ ':typed_rows_caches', caches) -%}
   {{ return({'relations': []}) }}
 {%- endmaterialization %}

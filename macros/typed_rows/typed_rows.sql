@@ -20,17 +20,17 @@
         {{ return(typed) }}
     {%- endif -%}
     {%- if model.resource_type == 'unit_test' -%}{{ return(typed) }}{%- endif -%}
-    {%- set cached = adapter.per_invocation(invocation_id ~ ':typed_rows:' ~ typed) -%}
+    {%- set cached = adapter.cached_rows(typed) -%}
     {%- if cached is none -%}{{ return(typed) }}{%- endif -%}
-    {{- return('(select * from ' ~ cached.cache ~ ' union all select * from ' ~ typed
+    {{- return('(select * from ' ~ cached.relation ~ ' union all select * from ' ~ typed
         ~ ' where _load_id < ' ~ cached.load_id ~ ')') -}}
 {% endmacro %}
 
 {#- on-run-end: every cache this run made, dropped (and so uncached) -#}
 {% macro drop_typed_rows_caches() %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
-    {%- for cache in adapter.per_invocation(invocation_id ~ ':typed_rows_caches') or [] -%}
-        {%- do run_query('drop view if exists ' ~ cache) -%}
+    {%- for cached in adapter.cached_rows_of_run() -%}
+        {%- do run_query('drop view if exists ' ~ cached.relation) -%}
     {%- endfor -%}
     {{ return('') }}
 {% endmacro %}

@@ -1,15 +1,15 @@
-"""dbt's own adapter suite (dbt-tests-adapter) through this project's macros and Spark settings.
+"""dbt's own adapter suite (dbt-tests-adapter) through the `lakehouse` adapter and this
+project's Spark settings.
 
 Every class below is one of dbt's reusable adapter test classes, run in this process on the
 one SparkSession of conftest.py: dbt-spark's `session` method calls getOrCreate() and so gets
-that session. Each test project is written by dbt's `project` fixture and then made to build
-as this project does: the real `macros/` folder is on its macro path and every model, seed and
-snapshot is an Iceberg table.
+that session. Each test project is written by dbt's `project` fixture as any dbt project that
+installs the adapter: its own macros and the adapter's, none of this warehouse's, and every
+model, seed and snapshot an Iceberg table.
 
 Fixtures overridden here, and why (the same pattern as dbt-spark's own functional tests):
 - dbt_profile_target: dbt-spark `method: session`, with the project's spark_conf('ci').
-- dbt_project_yml: adds the real macros (with the real project's vars) and
-  `+file_format: iceberg` to each class's project.
+- dbt_project_yml: adds `+file_format: iceberg` to each class's project.
 - profiles_yml: dbt's version deletes DBT_PROFILES_DIR on teardown; the project's own dbt
   fixture set it for the whole run, so the previous value is restored.
 - Spark-specific SQL where dbt's fixtures use Postgres syntax (see each class).
@@ -23,7 +23,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dbt.tests.adapter.basic import test_docs_generate as docs
 from dbt.tests.adapter.basic.expected_catalog import base_expected_catalog, no_stats
 from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations
 from dbt.tests.adapter.basic.test_docs_generate import BaseDocsGenerate
@@ -64,7 +63,7 @@ from dbt.tests.adapter.simple_snapshot.test_snapshot import BaseSimpleSnapshot, 
 from dbt.tests.util import relation_from_name
 from dbt_common.tests import disable_test_caching
 
-from scripts.spark_config import PROJECT_DIR, spark_conf
+from scripts.spark_config import spark_conf
 
 ICEBERG = {"+file_format": "iceberg"}
 
@@ -136,10 +135,6 @@ def dbt_project_yml(project_root, project_config_update):
         updates = yaml.safe_load(updates)
     config.update(updates)
     config = deep_merge({"models": ICEBERG, "seeds": ICEBERG, "snapshots": ICEBERG}, config)
-    config["macro-paths"] = [*config.get("macro-paths", ["macros"]), str(PROJECT_DIR / "macros")]
-    # the real macros read the real project's vars, declared in its dbt_project.yml
-    real_vars = yaml.safe_load((PROJECT_DIR / "dbt_project.yml").read_text())["vars"]
-    config["vars"] = {**real_vars, **config.get("vars", {})}
     Path(project_root, "dbt_project.yml").write_text(yaml.safe_dump(config))
     return config
 
@@ -226,19 +221,6 @@ class TestDocsGenerate(BaseDocsGenerate):
         spark.sql("create or replace temporary view leftover__dbt_tmp as select 1 as id")
         yield
         spark.sql("drop view if exists leftover__dbt_tmp")
-
-    @pytest.fixture(scope="class")
-    def models(self):
-        # dbt's second model sets `schema='test'` and expects `<schema>_test`; the project's
-        # generate_schema_name takes a custom schema as given, so name it in full
-        return {
-            "schema.yml": docs.models__schema_yml,
-            "second_model.sql": docs.models__second_model_sql.replace(
-                "schema='test'", "schema=var('alternate_schema')"
-            ),
-            "readme.md": docs.models__readme_md,
-            "model.sql": docs.models__model_sql,
-        }
 
     @pytest.fixture(scope="class")
     def expected_catalog(self, project):

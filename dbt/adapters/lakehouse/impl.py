@@ -17,6 +17,7 @@ from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.lakehouse import maintenance
 from dbt.adapters.lakehouse.connections import LakehouseConnectionManager
+from dbt.adapters.lakehouse.invocation_state import CachedRows, InvocationState, InvocationStates
 
 # Statements that read and leave every table's columns as they were.
 READS = re.compile(r"\s*(select|describe|desc|show|set)\b", re.IGNORECASE)
@@ -28,7 +29,7 @@ class LakehouseAdapter(SparkAdapter):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._recomputed_days: dict[str, list[str] | None] = {}
-        self._per_invocation: dict[str, Any] = {}
+        self._invocations = InvocationStates()
         self._columns = threading.local()  # per thread: {(node, relation): columns}
 
     def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
@@ -228,15 +229,59 @@ class LakehouseAdapter(SparkAdapter):
                 return str(row[1]).strip()
         return None
 
+    def _state(self) -> InvocationState:
+        return self._invocations.of(get_invocation_id())
+
     @available
-    def per_invocation(self, key: str, value: Any = None) -> Any:
-        """A value that holds for a whole invocation, resolved once by its macro and read by
-        every node after (nodes run in several threads, each with a fresh Jinja context):
-        per_invocation(key, value) keeps it, per_invocation(key) returns it or None. Keys
-        carry the invocation id: an in-process runner may keep the adapter across commands."""
-        if value is not None:
-            self._per_invocation[key] = value
-        return self._per_invocation.get(key)
+    def last_tested_load(self) -> int | None:
+        """The highest load id of a published run that tested every row it wrote, as this
+        invocation read it from ops.wap_runs (note_last_tested_load); None until read. Every
+        test of a scheduled run asks: the table is read once."""
+        return self._state().last_tested_load
+
+    @available
+    def note_last_tested_load(self, load_id: int) -> int:
+        self._state().last_tested_load = int(load_id)
+        return int(load_id)
+
+    @available
+    def run_records_ready(self) -> bool:
+        """Whether this invocation found ops.wap_runs with its `tested` column, or made it."""
+        return self._state().run_records_ready
+
+    @available
+    def note_run_records_ready(self) -> str:
+        self._state().run_records_ready = True
+        return ""
+
+    @available
+    def note_cached_rows(self, upstream: str, relation: str, load_id: int) -> str:
+        """Record that this run cached `upstream`'s rows of its load (`_load_id` >=
+        `load_id`) as `relation`, for the upstream's readers later in the run."""
+        self._state().cached_rows[str(upstream)] = CachedRows(str(relation), int(load_id))
+        return ""
+
+    @available
+    def cached_rows(self, upstream: str) -> CachedRows | None:
+        """This run's cache of `upstream`'s rows of its load, or None."""
+        return self._state().cached_rows.get(str(upstream))
+
+    @available
+    def cached_rows_of_run(self) -> list[CachedRows]:
+        """Every cache this run made (dropped at its end)."""
+        return list(self._state().cached_rows.values())
+
+    @available
+    def note_for_post_hooks(self, relation: Any, values: dict[str, Any]) -> dict[str, Any]:
+        """Keep what a node's rendering resolved for `relation` (its own table) for the node's
+        post-hooks, which render later in a fresh Jinja context; returns `values`."""
+        self._state().node_values[str(relation)] = dict(values)
+        return values
+
+    @available
+    def noted_for_post_hooks(self, relation: Any) -> dict[str, Any] | None:
+        """What this invocation's rendering of `relation`'s node noted, or None."""
+        return self._state().node_values.get(str(relation))
 
     def _get_columns_for_catalog(self, relation: Any) -> Iterable[dict[str, Any]]:
         """dbt-spark falls back to DESCRIBE when a table's listing has no column lines (every

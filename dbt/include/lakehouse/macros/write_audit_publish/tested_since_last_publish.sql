@@ -17,17 +17,16 @@
     {%- if flags.FULL_REFRESH or invocation_args_dict.get('event_time_start') is not none -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set key = invocation_id ~ ':last_published_load' -%}
-    {%- set known = adapter.per_invocation(key) -%}
+    {%- set known = adapter.last_tested_load() -%}
     {%- if known is not none -%}{{ return(known) }}{%- endif -%}
     {%- set runs = wap_runs_relation() -%}
     {%- set found = 0 -%}
     {#- only a run that tested every row it wrote (a table from before `tested`: none) -#}
     {%- if load_relation(runs) is not none and wap_runs_have_tested_column(runs) -%}
-        {%- do adapter.per_invocation(invocation_id ~ ':wap_runs_ready', true) -%}  {#- _wap_record -#}
+        {%- do adapter.note_run_records_ready() -%}  {#- _wap_record needs not check again -#}
         {%- set found = run_query("select coalesce(max(load_id), 0) from " ~ runs ~ " where status = 'published' and tested").rows[0][0] -%}
     {%- endif -%}
-    {{ return(adapter.per_invocation(key, found)) }}
+    {{ return(adapter.note_last_tested_load(found)) }}
 {% endmacro %}
 
 {#- A predicate on a load-id column: its rows not yet tested by a published run (a null load

@@ -183,7 +183,7 @@
 {% macro _wap_record(lock, branch, status, published, message, invocation=none) %}
     {%- set runs = wap_runs_relation() -%}
     {#- found with its `tested` column by this run's last_published_load (on-run-start): ready -#}
-    {%- if not adapter.per_invocation(invocation_id ~ ':wap_runs_ready') -%}
+    {%- if not adapter.run_records_ready() -%}
         {%- do run_query('create schema if not exists ' ~ runs.schema) -%}
         {%- do run_query("create table if not exists " ~ runs ~ " (load_id bigint, invocation_id string,"
             ~ " branch string, status string, started_at timestamp, finished_at timestamp,"
@@ -191,7 +191,7 @@
         {%- if not wap_runs_have_tested_column(runs) -%}  {#- a table from before the column: add it -#}
             {%- do run_query("alter table " ~ runs ~ " add columns (tested boolean)") -%}
         {%- endif -%}
-        {%- do adapter.per_invocation(invocation_id ~ ':wap_runs_ready', true) -%}
+        {%- do adapter.note_run_records_ready() -%}
     {%- endif -%}
     {%- set tables = [] -%}
     {%- for table in published -%}

@@ -1,0 +1,52 @@
+"""What one node of a dbt invocation resolves and a later node of the same invocation reads.
+
+dbt renders every node in a fresh Jinja context, on one of several threads, so a value a
+node resolved (a table's watermark, the run's caches) is gone by the next node. Here each
+such value has a named, typed field, reached through the adapter's documented methods
+(impl.py), one state per invocation: an in-process runner (dbtRunner, the tests) keeps the
+adapter across commands, and one command never reads what another resolved.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CachedRows:
+    """An upstream model's rows of this run's load, cached for its readers: `relation`, a
+    global temporary view in Spark's cache, holds its rows whose `_load_id` >= `load_id`."""
+
+    relation: str
+    load_id: int
+
+
+@dataclass
+class InvocationState:
+    # ops.wap_runs, the write-audit-publish run records: the highest load id of a published
+    # run that tested every row it wrote (None: not read yet), and whether the table exists
+    # with its `tested` column
+    last_tested_load: int | None = None
+    run_records_ready: bool = False
+    # upstream (its ref as rendered) -> its rows of this run's load, cached
+    cached_rows: dict[str, CachedRows] = field(default_factory=dict)
+    # relation -> what its node's rendering resolved for the node's own post-hooks
+    node_values: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class InvocationStates:
+    """The state of the current invocation; the previous one's is dropped when a new one
+    starts."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._invocation: str | None = None
+        self._state = InvocationState()
+
+    def of(self, invocation: str) -> InvocationState:
+        with self._lock:
+            if invocation != self._invocation:
+                self._invocation, self._state = invocation, InvocationState()
+            return self._state
