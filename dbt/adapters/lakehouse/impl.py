@@ -241,6 +241,7 @@ class LakehouseAdapter(SparkAdapter):
 
     @available
     def note_last_tested_load(self, load_id: int) -> int:
+        """Keep the load id read from ops.wap_runs for this invocation; returns it."""
         self._state().last_tested_load = int(load_id)
         return int(load_id)
 
@@ -251,6 +252,7 @@ class LakehouseAdapter(SparkAdapter):
 
     @available
     def note_run_records_ready(self) -> str:
+        """ops.wap_runs exists with its `tested` column: no later node checks again."""
         self._state().run_records_ready = True
         return ""
 
