@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -150,14 +150,17 @@ def iso(ts: pd.Series) -> pd.Series:
 USER_HISTORY_COLUMNS = ["user_name", "region", "is_creator", "user_level"]
 
 
-def expected_user_history(data_dir: Path, batches: int) -> list[tuple]:
-    """Every version an SCD-2 snapshot of dim_users taken after each batch 1..n keeps, from the
-    ground truth, as sorted (user_id, *USER_HISTORY_COLUMNS, is_current): a key whose columns
-    changed has its old version closed and a new current one, a deleted key its version
-    closed, a key inserted (again) a new current version."""
+def expected_user_history(
+    data_dir: Path, batches: int, built_after: Sequence[int] | None = None
+) -> list[tuple]:
+    """Every version an SCD-2 snapshot of dim_users keeps, from the ground truth, as sorted
+    (user_id, *USER_HISTORY_COLUMNS, is_current): a key whose columns changed has its old
+    version closed and a new current one, a deleted key its version closed, a key inserted
+    (again) a new current version. The snapshot ran after each of the batches `built_after`
+    (default: after each batch 1..n); what changed between two of its runs is one change."""
     current: dict[int, tuple] = {}
     closed: list[tuple] = []
-    for batch in range(1, batches + 1):
+    for batch in built_after or range(1, batches + 1):
         state = truth(data_dir, "users", batch).rename(columns={"level": "user_level"})
         now = {
             row[0]: row[1:]
@@ -174,13 +177,17 @@ def expected_user_history(data_dir: Path, batches: int) -> list[tuple]:
     return sorted(closed + [(key, *version, True) for key, version in current.items()])
 
 
-def assert_user_history(spark, data_dir: Path, batch: int, prefix: str = "") -> None:
-    """dim_users_history after `batch` holds exactly the versions the ground truth implies."""
+def assert_user_history(
+    spark, data_dir: Path, batch: int, prefix: str = "", built_after: Sequence[int] | None = None
+) -> None:
+    """dim_users_history after `batch` holds exactly the versions the ground truth implies
+    (`built_after`: see expected_user_history)."""
     rows = spark.sql(
         f"select user_id, {', '.join(USER_HISTORY_COLUMNS)}, dbt_valid_to is null as is_current"
         f" from {prefix}dwd.dim_users_history"
     ).collect()
-    assert sorted(tuple(row) for row in rows) == expected_user_history(data_dir, batch)
+    expected = expected_user_history(data_dir, batch, built_after)
+    assert sorted(tuple(row) for row in rows) == expected
 
 
 def check_layers(

@@ -22,8 +22,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pytest
-from plain_dbt import DBT, PlainDbt, main_table, ok
+from plain_dbt import DBT, PlainDbt, main_table, ok, table_refs
 from scratch_project import copy_project
 
 from scripts.generate_landing import main as generate_landing
@@ -62,11 +63,11 @@ def test_build_on_a_fresh_data_folder(plain_dbt: PlainDbt):
     assert any((plain_dbt.data / "warehouse").rglob("*.parquet"))
 
 
-def main_rows(warehouse: Path, table: str) -> list[tuple]:
-    """The rows of `table` (schema.name) as readers of main see them, columns whose names
-    start with `_` (load times) left out, sorted."""
+def main_rows(warehouse: Path, table: str, ref: str = "main") -> list[tuple]:
+    """The rows of `table` (schema.name) as readers of main (or of `ref`) see them, columns
+    whose names start with `_` (load times) left out, sorted."""
     schema, name = table.split(".")
-    frame = main_table(warehouse / f"{schema}.db" / name).to_pandas()
+    frame = main_table(warehouse / f"{schema}.db" / name, ref).to_pandas()
     frame = frame[[c for c in frame.columns if not c.startswith("_")]]
     return sorted(frame.astype(str).itertuples(index=False, name=None))
 
@@ -75,19 +76,20 @@ COMPARED = ("dwd.dwd_client__events", "dwd.dim_users__state", "dws.dws_user__dai
             "dws.dws_video__daily")  # fmt: skip
 
 
-def test_dagster_runs_the_scheduled_build_and_publishes_what_plain_dbt_builds(
+def test_dagster_runs_the_next_scheduled_build_and_publishes_it(
     plain_dbt: PlainDbt, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ):
-    """The Dagster code location's job (orchestration/definitions.py) on the same landed
-    batch as the plain build above: one `dbt build --selector every_batch` in a dbt process of
-    its own, write-audit-publish on. It publishes, reports every model and snapshot as a
-    materialization carrying the outcome, and main holds what plain dbt built. Then a batch
-    with an event of an unknown user: the run is red, the job fails naming the branch to
-    inspect, and main is unchanged."""
+    """The Dagster code location's job (orchestration/definitions.py) as the next scheduled
+    run on the warehouse plain dbt built above, its second batch landed: one `dbt build
+    --selector every_batch` in a dbt process of its own, write-audit-publish on. It publishes:
+    main of every table is the run's tagged snapshot, the users' state is the ground truth of
+    both batches, and every model and snapshot is reported as a materialization carrying the
+    outcome. Then a batch with an event of an unknown user: the run is red, the job fails
+    naming the branch to inspect, and main is unchanged."""
     from dagster import DagsterInstance, materialize
 
-    data = tmp_path_factory.mktemp("dagster")
-    land(data, batches=1)
+    data = plain_dbt.data
+    land(data, batches=2)  # batch 1 again, the same bytes, and batch 2
     for name in [k for k in os.environ if k.startswith(("LAKEHOUSE_", "DBT_"))]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(data))
@@ -98,14 +100,14 @@ def test_dagster_runs_the_scheduled_build_and_publishes_what_plain_dbt_builds(
     # at load only if it read the same environment variables (the profile's)
     from orchestration.definitions import defs, lakehouse_dbt
 
-    (data / "dagster_home").mkdir()
-    instance = DagsterInstance.local_temp(str(data / "dagster_home"))  # SQLite storage
+    home = tmp_path_factory.mktemp("dagster_home")
+    instance = DagsterInstance.local_temp(str(home))  # SQLite storage
     resources = {"dbt": defs.resources["dbt"]}
 
     green = materialize([lakehouse_dbt], resources=resources, instance=instance)
     assert green.success
     tags = instance.get_run_by_id(green.run_id).tags
-    assert tags["lakehouse/write-audit-publish"] == "published" and tags["lakehouse/load_id"] == "1"
+    assert tags["lakehouse/write-audit-publish"] == "published" and tags["lakehouse/load_id"] == "2"
     materialized = {
         e.asset_key.to_user_string(): e.step_materialization_data.materialization.metadata
         for e in green.get_asset_materialization_events()
@@ -113,25 +115,28 @@ def test_dagster_runs_the_scheduled_build_and_publishes_what_plain_dbt_builds(
     assert {"dwd/dim_users_history", "dws/dws_user__daily", "ods/ods_client__events"} <= set(
         materialized
     )
-    assert materialized["dws/dws_user__daily"]["write-audit-publish"].value == "published in run 1"
+    assert materialized["dws/dws_user__daily"]["write-audit-publish"].value == "published in run 2"
     # the job names the default selector: it tested every row it wrote, so the next scheduled
     # run's tests read only the loads after it
     runs = main_table(data / "warehouse" / "ops.db" / "wap_runs").to_pylist()
-    assert [(run["load_id"], run["status"], run["tested"]) for run in runs] == [
-        (1, "published", True)
+    assert sorted((run["load_id"], run["status"], run["tested"]) for run in runs) == [
+        (1, "published", True),
+        (2, "published", True),
     ]
+    # main serves what the run wrote: its tag's rows (maintenance after the publish may have
+    # compacted main since, the rows unchanged)
     for table in COMPARED:
-        dagster_rows = main_rows(data / "warehouse", table)
-        assert dagster_rows and dagster_rows == main_rows(plain_dbt.data / "warehouse", table), (
-            table
-        )
+        refs = table_refs(data / "warehouse", table)
+        assert refs["run_2"] != refs["run_1"], (table, refs)
+        published = main_rows(data / "warehouse", table)
+        assert published and published == main_rows(data / "warehouse", table, "run_2"), table
+    state = main_table(data / "warehouse" / "dwd.db" / "dim_users__state").to_pandas()
+    truth = pd.read_parquet(data / "truth" / "users" / "batch=000002.parquet")
+    assert set(state[~state["_is_deleted"]]["user_id"]) == set(truth["user_id"]) != set()
 
     before = {table: main_rows(data / "warehouse", table) for table in COMPARED}
-    generate_landing(
-        ["--out", str(data), "--users", "200", "--videos", "50", "--events-per-batch", "300",
-         "--batches", "2"]
-    )  # fmt: skip
-    landed = data / "landing" / "client_events" / "batch=000002"
+    land(data, batches=3)
+    landed = data / "landing" / "client_events" / "batch=000003"
     event = json.loads(next(landed.glob("part-*.jsonl")).read_text().splitlines()[0])
     event.update(event_id="ev-unknown-user", user_id="999999", _kafka_partition=9,
                  _kafka_offset=900_000_001)  # fmt: skip
@@ -139,9 +144,9 @@ def test_dagster_runs_the_scheduled_build_and_publishes_what_plain_dbt_builds(
     red = materialize([lakehouse_dbt], resources=resources, instance=instance, raise_on_error=False)
     assert not red.success
     tags = instance.get_run_by_id(red.run_id).tags
-    assert tags["lakehouse/write-audit-publish"] == "red" and tags["lakehouse/branch"] == "wap_2"
+    assert tags["lakehouse/write-audit-publish"] == "red" and tags["lakehouse/branch"] == "wap_3"
     failure = red.get_step_failure_events()[0].step_failure_data.user_failure_data
-    assert "version as of 'wap_2'" in failure.description
+    assert "version as of 'wap_3'" in failure.description
     assert "assert_event_users_and_videos_known" in failure.description
     assert not red.get_asset_materialization_events()
     assert {table: main_rows(data / "warehouse", table) for table in COMPARED} == before
