@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -62,6 +65,26 @@ INVOCATIONS = PROJECT_DIR / "target" / f"dbt-invocations{'-' + WORKER if WORKER 
 FULL_PARSE = "Unable to do partial parsing"  # a first parse says so too
 # the checkout's project: each worker its own target/ (partial parse, compiled SQL)
 PROJECT_TARGET = ["--target-path", str(PROJECT_DIR / "target" / WORKER)] if WORKER else []
+
+
+@contextmanager
+def saved_parse_per_vars(args: list[str]) -> Iterator[None]:
+    """The checkout's project parsed once per set of vars. dbt keeps one saved parse
+    (target/partial_parse.msgpack) and parses the whole project again whenever a command's
+    vars differ from that parse's (vars are rendered into configs), so a file alternating
+    between two sets (a warehouse and its reference under another prefix) parsed it in full
+    each time. The saved parse of each set is kept beside it and put back before its next
+    command."""
+    target = PROJECT_DIR / "target" / WORKER
+    variables = args[args.index("--vars") + 1] if "--vars" in args else ""
+    kept = target / f"partial_parse-{hashlib.sha256(variables.encode()).hexdigest()[:12]}.msgpack"
+    if kept.exists():
+        shutil.copyfile(kept, target / "partial_parse.msgpack")
+    try:
+        yield
+    finally:
+        if (target / "partial_parse.msgpack").exists():
+            shutil.copyfile(target / "partial_parse.msgpack", kept)
 
 
 def record_invocation(args: list[str], seconds: float, log: list[str]) -> None:
@@ -136,8 +159,13 @@ def dbt(spark: SparkSession):
         try:
             # no manifest.json / run_results.json: a test reads dbt's result object, and
             # writing the 1 MB manifest costs a quarter of a small command's time
-            own_target = [] if "--project-dir" in args else PROJECT_TARGET
-            outcome = runner.invoke([*args, "--target", "ci", "--no-write-json", *own_target])
+            if "--project-dir" in args:  # another project: its own target/
+                outcome = runner.invoke([*args, "--target", "ci", "--no-write-json"])
+            else:
+                with saved_parse_per_vars(args):
+                    outcome = runner.invoke(
+                        [*args, "--target", "ci", "--no-write-json", *PROJECT_TARGET]
+                    )
         finally:
             record_invocation(args, time.monotonic() - started, messages)
             os.environ["LAKEHOUSE_LANDING_DIR"] = saved
