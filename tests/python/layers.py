@@ -150,17 +150,15 @@ def iso(ts: pd.Series) -> pd.Series:
 USER_HISTORY_COLUMNS = ["user_name", "region", "is_creator", "user_level"]
 
 
-def expected_user_history(
-    data_dir: Path, batches: int, built_after: Sequence[int] | None = None
-) -> list[tuple]:
-    """Every version an SCD-2 snapshot of dim_users keeps, from the ground truth, as sorted
-    (user_id, *USER_HISTORY_COLUMNS, is_current): a key whose columns changed has its old
-    version closed and a new current one, a deleted key its version closed, a key inserted
-    (again) a new current version. The snapshot ran after each of the batches `built_after`
-    (default: after each batch 1..n); what changed between two of its runs is one change."""
+def expected_user_history(data_dir: Path, built_after: Sequence[int]) -> list[tuple]:
+    """Every version an SCD-2 snapshot of dim_users keeps when it ran after each of the batches
+    `built_after` (what changed between two of its runs is one change), from the ground truth,
+    as sorted (user_id, *USER_HISTORY_COLUMNS, is_current): a key whose columns changed has
+    its old version closed and a new current one, a deleted key its version closed, a key
+    inserted (again) a new current version."""
     current: dict[int, tuple] = {}
     closed: list[tuple] = []
-    for batch in built_after or range(1, batches + 1):
+    for batch in built_after:
         state = truth(data_dir, "users", batch).rename(columns={"level": "user_level"})
         now = {
             row[0]: row[1:]
@@ -178,16 +176,15 @@ def expected_user_history(
 
 
 def assert_user_history(
-    spark, data_dir: Path, batch: int, prefix: str = "", built_after: Sequence[int] | None = None
+    spark, data_dir: Path, built_after: Sequence[int], prefix: str = ""
 ) -> None:
-    """dim_users_history after `batch` holds exactly the versions the ground truth implies
-    (`built_after`: see expected_user_history)."""
+    """dim_users_history holds exactly the versions the ground truth implies for snapshots
+    run after each of the batches `built_after`."""
     rows = spark.sql(
         f"select user_id, {', '.join(USER_HISTORY_COLUMNS)}, dbt_valid_to is null as is_current"
         f" from {prefix}dwd.dim_users_history"
     ).collect()
-    expected = expected_user_history(data_dir, batch, built_after)
-    assert sorted(tuple(row) for row in rows) == expected
+    assert sorted(tuple(row) for row in rows) == expected_user_history(data_dir, built_after)
 
 
 def check_layers(

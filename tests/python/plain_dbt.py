@@ -66,21 +66,21 @@ def newest_metadata(table: Path) -> Path:
     return max(files, key=lambda path: json.loads(path.read_text())["last-updated-ms"])
 
 
+def _static_table(table: Path):
+    from pyiceberg.table import StaticTable
+
+    return StaticTable.from_metadata(str(newest_metadata(table)))
+
+
 def main_table(table: Path, ref: str = "main"):
     """What readers of main (or of branch or tag `ref`) see in the Iceberg table in folder
     `table`, as a pyarrow table."""
-    from pyiceberg.table import StaticTable
-
-    iceberg = StaticTable.from_metadata(str(newest_metadata(table)))
+    iceberg = _static_table(table)
     if ref == "main":  # the current snapshot (a table never written has none, and no main)
         return iceberg.scan().to_arrow()
     return iceberg.scan(snapshot_id=iceberg.metadata.refs[ref].snapshot_id).to_arrow()
 
 
-def table_refs(warehouse: Path, table: str) -> dict[str, int]:
-    """The branches and tags of `table` (schema.name) under `warehouse`: name -> snapshot id."""
-    from pyiceberg.table import StaticTable
-
-    schema, name = table.split(".")
-    metadata = StaticTable.from_metadata(str(newest_metadata(warehouse / f"{schema}.db" / name)))
-    return {ref: value.snapshot_id for ref, value in metadata.metadata.refs.items()}
+def table_refs(table: Path) -> dict[str, int]:
+    """The branches and tags of the Iceberg table in folder `table`: name -> snapshot id."""
+    return {ref: value.snapshot_id for ref, value in _static_table(table).metadata.refs.items()}

@@ -63,11 +63,16 @@ def test_build_on_a_fresh_data_folder(plain_dbt: PlainDbt):
     assert any((plain_dbt.data / "warehouse").rglob("*.parquet"))
 
 
+def table_folder(warehouse: Path, table: str) -> Path:
+    """The folder of `table` (schema.name) under `warehouse`."""
+    schema, name = table.split(".")
+    return warehouse / f"{schema}.db" / name
+
+
 def main_rows(warehouse: Path, table: str, ref: str = "main") -> list[tuple]:
     """The rows of `table` (schema.name) as readers of main (or of `ref`) see them, columns
     whose names start with `_` (load times) left out, sorted."""
-    schema, name = table.split(".")
-    frame = main_table(warehouse / f"{schema}.db" / name, ref).to_pandas()
+    frame = main_table(table_folder(warehouse, table), ref).to_pandas()
     frame = frame[[c for c in frame.columns if not c.startswith("_")]]
     return sorted(frame.astype(str).itertuples(index=False, name=None))
 
@@ -82,7 +87,7 @@ def test_dagster_runs_the_next_scheduled_build_and_publishes_it(
     """The Dagster code location's job (orchestration/definitions.py) as the next scheduled
     run on the warehouse plain dbt built above, its second batch landed: one `dbt build
     --selector every_batch` in a dbt process of its own, write-audit-publish on. It publishes:
-    main of every table is the run's tagged snapshot, the users' state is the ground truth of
+    main of every table serves its run tag's rows, the users' state is the ground truth of
     both batches, and every model and snapshot is reported as a materialization carrying the
     outcome. Then a batch with an event of an unknown user: the run is red, the job fails
     naming the branch to inspect, and main is unchanged."""
@@ -126,7 +131,7 @@ def test_dagster_runs_the_next_scheduled_build_and_publishes_it(
     # main serves what the run wrote: its tag's rows (maintenance after the publish may have
     # compacted main since, the rows unchanged)
     for table in COMPARED:
-        refs = table_refs(data / "warehouse", table)
+        refs = table_refs(table_folder(data / "warehouse", table))
         assert refs["run_2"] != refs["run_1"], (table, refs)
         published = main_rows(data / "warehouse", table)
         assert published and published == main_rows(data / "warehouse", table, "run_2"), table
