@@ -37,7 +37,8 @@
 {% endmacro %}
 
 {#- Every declared landing source, from graph.sources, in a stable order, as
-    {source_name, table_name, source_table, listing, ods, typed, accepted_in, unique_key}.
+    {source_name, table_name, source_table, listing, ods, typed, accepted_in, unique_key,
+    changelog_key}.
     Fails naming what to add when a declared source lacks its listing or its models, or its
     models are not in landed_source_models(). -#}
 {% macro declared_landed_sources() %}
@@ -63,6 +64,7 @@
             'typed': 'dwd_' ~ node.source_name ~ '__' ~ node.name ~ '_checked',
             'accepted_in': node.meta.get('accepted_in'),
             'unique_key': node.meta.get('unique_key'),
+            'changelog_key': node.meta.get('changelog_key'),
         } -%}
         {%- if source.listing is none -%}
             {{ exceptions.raise_compiler_error("landing source " ~ name ~ " has no listing: declare a source table with meta {landing_folder: "

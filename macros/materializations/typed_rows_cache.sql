@@ -1,22 +1,23 @@
 {#- The materialization of dwd_landing__typed_rows (macros/typed_rows/typed_rows.sql): no
-    table, only Spark's cache. Each typed model the node refs is inlined by dbt as a CTE
-    (`model.extra_ctes`); its SQL, filtered to this run's load, becomes a global temporary
-    view, cached at once. Spark's cache never matches a plan holding a CTE, so a typed model
-    whose own SQL has one (or that reads another ephemeral model) is not cached: a warning
-    names it and its readers parse the lines themselves. -#}
+    table, only Spark's cache. For each declared landing source, the SQL of its typed model
+    (typed_landing_rows: the macro that model renders), filtered to this run's load, becomes a
+    global temporary view, cached at once. Spark's cache never matches a plan holding a CTE,
+    so a typed SQL that has one is not cached: a warning names it and its readers parse the
+    lines themselves, as they do for a source whose typed model renders no known macro. -#}
 {% materialization typed_rows_cache, adapter='spark' -%}
   {{ run_hooks(pre_hooks) }}{#- the run's branch on this connection (write-audit-publish) -#}
   {%- set planned = [] -%}
   {%- if run_takes_lock() -%}
-    {%- for cte in model.extra_ctes -%}
-      {%- set name = cte.id.split('.')[-1] -%}
-      {%- set typed_sql = cte.sql.split(' as (', 1)[1].rsplit(')', 1)[0] -%}
-      {%- if modules.re.search('(?is)^\s*((--[^\n]*\n|/\*.*?\*/)\s*)*with\s', typed_sql)
-            or '__dbt__cte__' in typed_sql -%}
-        {{ log("warning: " ~ name ~ " is not cached for this run's readers: its SQL has a CTE,"
+    {%- for source in declared_landed_sources() -%}
+      {%- set typed_sql = typed_landing_rows(source) -%}
+      {%- if typed_sql is none -%}
+        {{ log("warning: " ~ source.typed ~ " is not cached for this run's readers: no macro typed_"
+            ~ source.source_name ~ "__" ~ source.table_name ~ " renders its SQL (docs/adding-a-source.md)", info=true) }}
+      {%- elif modules.re.search('(?is)^\s*((--[^\n]*\n|/\*.*?\*/)\s*)*with\s', typed_sql) -%}
+        {{ log("warning: " ~ source.typed ~ " is not cached for this run's readers: its SQL has a CTE,"
             ~ " which Spark's cache never matches (write subqueries instead)", info=true) }}
       {%- else -%}
-        {%- do planned.append([name, typed_sql]) -%}
+        {%- do planned.append([source.typed, typed_sql]) -%}
       {%- endif -%}
     {%- endfor -%}
   {%- endif -%}
