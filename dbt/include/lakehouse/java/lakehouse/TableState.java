@@ -64,6 +64,27 @@ public final class TableState {
   }
 
   /**
+   * {@link #summary} of each of {@code tables} (comma-separated) in one call, as one JSON
+   * object by table name: a run that maintains every table it published read them with a
+   * statement each. A table that cannot be read gets {@code {"error": <message>}} and the
+   * others are still read.
+   */
+  public static String summaries(String tables) throws Exception {
+    Map<String, Object> states = new LinkedHashMap<>();
+    for (String table : tables.split(",")) {
+      String name = table.trim();
+      try {
+        states.put(name, JSON.readTree(summary(name)));
+      } catch (Exception error) {
+        Map<String, String> failed = new LinkedHashMap<>();
+        failed.put("error", error.getClass().getSimpleName() + ": " + error.getMessage());
+        states.put(name, failed);
+      }
+    }
+    return JSON.writeValueAsString(states);
+  }
+
+  /**
    * Makes a table ready for a write-audit-publish run's writes: `write.wap.enabled` set (a
    * table built before write-audit-publish: without it Iceberg would write main) and, when the
    * table has a snapshot, the run's branch created from main before the first write (Iceberg

@@ -16,11 +16,17 @@
     {%- set wanted = none if select is none else ([select] if select is string else select) -%}
     {%- set failed = [] -%}
     {%- set log_rows = [] -%}
+    {%- set tables = [] -%}
     {%- for node in graph.nodes.values()
           if node.resource_type in ['model', 'snapshot'] and node.config.get('file_format') == 'iceberg'
           and node.config.materialized in ['table', 'incremental', 'snapshot']
           and (wanted is none or node.name in wanted) -%}
-        {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) -%}
+        {%- do tables.append({'node': node, 'relation': adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias)}) -%}
+    {%- endfor -%}
+    {#- every built table's cheap read in one statement -#}
+    {%- set states = iceberg_table_states(tables | rejectattr('relation', 'none') | map(attribute='relation') | list) -%}
+    {%- for table in tables -%}
+        {%- set node, relation = table.node, table.relation -%}
         {%- if relation is none -%}
             {{ log("maintenance " ~ node.schema ~ "." ~ node.alias ~ ": not built yet, skipped", info=true) }}
         {%- else -%}
@@ -28,7 +34,8 @@
             {%- set policy = dict(node.config.get('maintenance') or {}) -%}
             {%- if not remove_orphans -%}{%- do policy.pop('remove_orphan_files', none) -%}{%- endif -%}
             {%- set run = iceberg_maintain(relation, policy, node.config.get('tblproperties') or {},
-                                           nightly=true, on_error='warn', trigger='nightly', log_rows=log_rows) -%}
+                                           nightly=true, on_error='warn', trigger='nightly', log_rows=log_rows,
+                                           state=states[relation | string]) -%}
             {%- if run.outcome.errors and on_error == 'fail' -%}
                 {%- do failed.append(relation ~ ': ' ~ (run.outcome.errors | join('; '))) -%}
             {%- endif -%}

@@ -6,8 +6,9 @@
     (iceberg_table_health) only when the adapter says so (docs/maintenance-decisions.md).
     Returns {relation, steps: [{step, due, reason, sql, ...}], summary, health, read,
     error, seconds, ...}; iceberg_maintenance_act carries it out. `validate_only`: stop after
-    the policy is checked and its SQL rendered, reading nothing. -#}
-{% macro iceberg_maintenance_decision(relation, policy, tblproperties={}, nightly=false, validate_only=false) %}
+    the policy is checked and its SQL rendered, reading nothing. `state`: the cheap read when
+    the caller made it for many tables at once (iceberg_table_states). -#}
+{% macro iceberg_maintenance_decision(relation, policy, tblproperties={}, nightly=false, validate_only=false, state=none) %}
     {%- set started = modules.datetime.datetime.utcnow() -%}
     {#- 1. The policy checked and every step's SQL rendered (so validated) before any read: a
         misconfigured policy fails on every run, not only on the day a step is due. -#}
@@ -54,7 +55,7 @@
     {%- if not policy or validate_only -%}{{ return(decision) }}{%- endif -%}
 
     {#- 2. The cheap read: the commit's summary and the last checkpoint. -#}
-    {%- set summary = iceberg_commit_summary(relation, expire_before) -%}
+    {%- set summary = iceberg_commit_summary(relation, expire_before, state) -%}
     {%- do decision.update({'summary': summary}) -%}
     {%- if summary.error or summary.current_snapshot_id is none -%}
         {%- do decision.update({'error': ('reading the snapshot summary: ' ~ summary.error) if summary.error else none,
