@@ -3,7 +3,8 @@
     (typed_landing_rows: the macro that model renders), filtered to this run's load, becomes a
     global temporary view, cached at once. Spark's cache never matches a plan holding a CTE,
     so a typed SQL that has one is not cached: a warning names it and its readers parse the
-    lines themselves, as they do for a source whose typed model renders no known macro. -#}
+    lines themselves, as they do for a source whose typed model is not the one call of a known
+    macro (typed_landing_rows). -#}
 {% materialization typed_rows_cache, adapter='spark' -%}
   {{ run_hooks(pre_hooks) }}{#- the run's branch on this connection (write-audit-publish) -#}
   {%- set planned = [] -%}
@@ -11,8 +12,9 @@
     {%- for source in declared_landed_sources() -%}
       {%- set typed_sql = typed_landing_rows(source) -%}
       {%- if typed_sql is none -%}
-        {{ log("warning: " ~ source.typed ~ " is not cached for this run's readers: no macro typed_"
-            ~ source.source_name ~ "__" ~ source.table_name ~ " renders its SQL (docs/adding-a-source.md)", info=true) }}
+        {{ log("warning: " ~ source.typed ~ " is not cached for this run's readers: its code is not the one call"
+            ~ " typed_changelog(...) or typed_" ~ source.source_name ~ "__" ~ source.table_name
+            ~ "() that the cache renders (docs/adding-a-source.md)", info=true) }}
       {%- elif modules.re.search('(?is)^\s*((--[^\n]*\n|/\*.*?\*/)\s*)*with\s', typed_sql) -%}
         {{ log("warning: " ~ source.typed ~ " is not cached for this run's readers: its SQL has a CTE,"
             ~ " which Spark's cache never matches (write subqueries instead)", info=true) }}

@@ -403,6 +403,33 @@ def test_a_source_left_out_of_the_parser_list_stops_the_run_naming_the_line(
     assert f"{expected} to landed_source_models()" in run.log
 
 
+def test_a_typed_model_that_is_more_than_its_macros_call_is_not_cached(
+    dbt, spark, tmp_path_factory
+):
+    """The run's cache of typed rows renders the macro a typed model calls: a typed model that
+    filters its call's rows would be cached with rows its readers never read, so only a model
+    whose code is that one call is cached (the others' readers parse their lines)."""
+    scratch = Scratch(tmp_path_factory.mktemp("new_source_typed"), dbt, spark)
+    model = scratch.project / "models/dwd/dimensions/dwd_forum__comment_changes_checked.sql"
+    code = model.read_text()
+    call = "{{ typed_changelog('forum', 'comment_changes') }}"
+    assert call in code
+    model.write_text(code.replace(call, f"select * from ({call}) where comment_id <> 1"))
+    cached = (  # depends_on_landed_sources: the refs typed_changelog renders
+        "{{ depends_on_landed_sources() }}{% for s in declared_landed_sources() %}"
+        "{{ s.typed }}={{ typed_landing_rows(s) is not none }};{% endfor %}"
+    )
+    run = scratch.dbt("compile", "--inline", cached)
+    found = dict(re.findall(r"(\w+_checked)=(True|False);", run.log))
+    assert found == {
+        "dwd_appdb__user_changes_checked": "True",
+        "dwd_appdb__video_changes_checked": "True",
+        "dwd_client__events_checked": "True",
+        "dwd_forum__comment_changes_checked": "False",
+        "dwd_social__follow_changes_checked": "True",
+    }, run.log[-2000:]
+
+
 WRONG_KEYS = {  # the declared key -> what the compile error must say
     "": "social.follow_changes declares no meta.changelog_key",
     "[follower_id, followed_user]": "names followed_user, which is not a declared column",

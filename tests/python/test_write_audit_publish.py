@@ -350,10 +350,11 @@ def test_a_scheduled_run_tests_what_it_wrote_and_the_nightly_tests_every_row(war
     assert "warn_landed_files_needing_attention" not in tests  # it lists every file: nightly
 
     ods, detail = (f"spark_catalog.{PREFIX}{t}" for t in TABLES_WITH_LOADS)
+    scans = {name: files_per_scan(spark, tests[name]) for name in scoped}  # each test run once
     for table in (ods, detail):
         new = untested_files(spark, table, published)
         assert 0 < new < data_files(spark, table), (table, new)
-        reads = {name: files_per_scan(spark, tests[name]).get(table, []) for name in scoped}
+        reads = {name: files.get(table, []) for name, files in scans.items()}
         # the untested loads' files only: the scheduled run's, and those the conflicted run
         # published (it did not end published); none for a not_null: null counts prune them
         assert all(set(counts) <= {0, new} for counts in reads.values()), (table, new, reads)
