@@ -424,6 +424,37 @@ def test_a_healthy_post_hook_decision_reads_only_the_snapshot_summary(spark, dbt
     assert snapshots_of(spark, table) == snapshots
 
 
+def test_one_table_that_cannot_be_read_leaves_the_others_states_read(spark, dbt):
+    """Maintenance of many tables (after a publish, the nightly run) reads their states in one
+    statement: a table dropped meanwhile gets its own error, and every other table its state,
+    summed up as a decision reads it."""
+    tables = {name: new_table(spark, f"states_{name}") for name in ("first", "gone", "last")}
+    insert_batches(spark, tables["first"], 2)
+    insert_batches(spark, tables["last"], 3)
+    spark.sql(f"drop table {tables['gone']} purge")
+    relations = ", ".join(
+        f"api.Relation.create(schema='{SCHEMA}', identifier='states_{name}')" for name in tables
+    )
+    states = json.loads(
+        compiled(
+            dbt,
+            f"{{% set states = iceberg_table_states([{relations}]) %}}"
+            "{% set summed = {} %}{% for name, state in states.items() %}"
+            "{% do summed.update({name.split('.')[-1]: iceberg_commit_summary("
+            "none, modules.datetime.datetime(2000, 1, 1), state)}) %}{% endfor %}"
+            "{{ tojson(summed) }}",
+        )
+    )
+    assert set(states) == {"states_first", "states_gone", "states_last"}, states
+    assert "NoSuchTableException" in states["states_gone"]["error"], states["states_gone"]
+    for name, inserts in (("first", 2), ("last", 3)):
+        summed = states[f"states_{name}"]
+        assert summed["error"] is None, summed
+        current = count(spark, f"select snapshot_id from {tables[name]}.refs where name = 'main'")
+        assert summed["current_snapshot_id"] == current, summed
+        assert summed["snapshots"] == inserts and summed["total_data_files"] == inserts, summed
+
+
 def test_position_deletes_are_folded_then_left_alone(spark, dbt):
     """Trigger on delete files in the table, act on every data file with a delete file
     (delete-file-threshold 1) and drop the deletes left dangling: none remain."""
