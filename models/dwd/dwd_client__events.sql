@@ -1,9 +1,12 @@
+{#- lookback_days: a new event is compared with the rows of its day, up to that far back (a
+    re-sent copy must find its first delivery; a retention rule keeps more: docs/retention.md) -#}
 {{
     config(
         partition_by=['days(event_at)'],
         write_order=['user_id', 'video_id'],
         backfill_by='event_at',
         completeness={'arrival_columns': ['ingested_at']},
+        lookback_days=var('max_event_lateness_days'),
     )
 }}
 

@@ -1,4 +1,12 @@
-{{ config(partition_by=['event_date'], backfill_by='event_date') }}
+{#- lookback_days: a late event makes this model recompute its day, up to that far back
+    (a retention rule must keep more days: docs/retention.md) -#}
+{{
+    config(
+        partition_by=['event_date'],
+        backfill_by='event_date',
+        lookback_days=var('max_event_lateness_days'),
+    )
+}}
 
 {#- Per user and day: activity and engagement. Recomputes only the days touched by newly
     loaded events and overwrites exactly those day partitions. -#}

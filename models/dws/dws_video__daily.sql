@@ -1,4 +1,12 @@
-{{ config(partition_by=['event_date'], backfill_by='event_date') }}
+{#- lookback_days: a late event makes this model recompute its day, up to that far back
+    (a retention rule must keep more days: docs/retention.md) -#}
+{{
+    config(
+        partition_by=['event_date'],
+        backfill_by='event_date',
+        lookback_days=var('max_event_lateness_days'),
+    )
+}}
 
 {#- Per video and day: reach, plays, watch time, engagement and completion. A run
     recomputes only the days its newly loaded events fall in (late events included) and

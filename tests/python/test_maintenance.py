@@ -8,6 +8,7 @@ import os
 import re
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -453,6 +454,94 @@ def test_one_table_that_cannot_be_read_leaves_the_others_states_read(spark, dbt)
         current = count(spark, f"select snapshot_id from {tables[name]}.refs where name = 'main'")
         assert summed["current_snapshot_id"] == current, summed
         assert summed["snapshots"] == inserts and summed["total_data_files"] == inserts, summed
+
+
+def events_by_day(spark, name: str, partitioning: str | None) -> str:
+    """A table of 6 days of events, each day in its own files when partitioned by day (two
+    writes: two files a day)."""
+    spark.sql(f"create schema if not exists {SCHEMA}")
+    spark.sql(f"drop table if exists {SCHEMA}.{name} purge")
+    partitioned = f"partitioned by ({partitioning})" if partitioning else ""
+    spark.sql(f"""create table {SCHEMA}.{name} (id int, event_at timestamp, event_date date)
+                  using iceberg {partitioned} tblproperties ('format-version' = '2')""")
+    for write in range(2):
+        spark.sql(f"""insert into {SCHEMA}.{name}
+            select id, event_at, to_date(event_at) from (
+                select id, timestamp'2026-01-01 00:00:00' + make_interval(0, 0, 0, id % 6, id % 24)
+                       as event_at
+                from range({write * 60}, {(write + 1) * 60}) as t(id))""")
+    return f"{SCHEMA}.{name}"
+
+
+@pytest.mark.parametrize(
+    ("column", "partitioning", "metadata_only"),
+    [
+        ("event_date", "event_date", True),
+        ("event_at", "days(event_at)", True),
+        ("event_at", None, False),
+    ],
+    ids=["date-partition", "day-transform", "unpartitioned"],
+)
+def test_retention_deletes_the_rows_before_its_window_and_drops_whole_partitions(
+    spark, dbt, column, partitioning, metadata_only
+):
+    """A rule keeping 3 days, counted back from the newest day the column holds: the rows of
+    the days before go, every other row stays; on the column's partitions the commit drops
+    whole files and writes none (its snapshot summary says so), and the maintenance log line
+    says what went. The next night finds nothing to delete and commits nothing."""
+    table = events_by_day(spark, f"retention_{column}_{bool(partitioning)}".lower(), partitioning)
+    rows = spark.sql(f"select id, event_date from {table}").collect()
+    newest = max(row.event_date for row in rows)
+    cutoff = newest - timedelta(days=2)
+    kept = sorted(row.id for row in rows if row.event_date >= cutoff)
+    assert 0 < len(kept) < len(rows)
+    touched = count(spark, f"select count(*) from {table}.files where readable_metrics."
+                      f"event_date.lower_bound < date'{cutoff}'")  # fmt: skip
+    rule = {"column": column, "keep_days": 3}
+    run = maintain(dbt, table, {}, retention=rule)
+    assert sorted(r.id for r in spark.sql(f"select id from {table}").collect()) == kept
+    operation, summary = spark.sql(
+        f"select operation, summary from {table}.snapshots order by committed_at desc limit 1"
+    ).first()
+    assert int(summary["deleted-data-files"]) == touched > 0, summary
+    if metadata_only:  # whole files dropped, none written
+        assert operation == "delete" and "added-data-files" not in summary, summary
+    else:
+        assert int(summary["added-data-files"]) > 0, summary
+    line = line_of(run, table)
+    assert f"delete_expired_rows removed {len(rows) - len(kept)} rows before {cutoff}:" in line
+    assert ("none written: metadata only" in line) == metadata_only, line
+    snapshots = snapshots_of(spark, table)
+    again = maintain(dbt, table, {}, retention=rule)
+    assert f"delete_expired_rows skipped (the oldest, {cutoff}, is kept" in line_of(again, table)
+    assert snapshots_of(spark, table) == snapshots
+
+
+@pytest.mark.parametrize(
+    ("model", "rule", "named"),
+    [
+        ("ods_client__events", {"column": "_loaded_at", "keep_days": 400},
+         ["ods_client__events: this table is the load ledger", "loaded again"]),
+        ("dwd_client__events", {"column": "event_at", "keep_days": 30},
+         ["keeps 30 days by event_at", "dwd_client__events (30 days)",
+          "dws_user__daily (30 days)", "dws_video__daily (30 days)"]),
+    ],
+    ids=["a-load-ledger", "inside-a-readers-lookback"],
+)  # fmt: skip
+def test_the_nightly_refuses_a_retention_rule_that_would_break_a_guarantee(dbt, model, rule, named):
+    """The project's nightly operation checks every rule before it takes the run lock: on ODS
+    (the load ledger) or shorter than a window the table or its readers re-read (DWD and DWS
+    recompute a late event's day up to max_event_lateness_days back), it stops, naming the
+    table, the readers and the fix, and maintains nothing."""
+    run = dbt(
+        ["run-operation", "iceberg_maintain_all",
+         "--vars", json.dumps({"retention_overrides": {model: rule}})],
+        expect_success=False,
+    )  # fmt: skip
+    assert not run.success
+    assert all(text in run.log for text in named), run.log[-2000:]
+    assert "docs/retention.md" in run.log
+    assert "run lock: held" not in run.log and "maintenance " not in run.log
 
 
 def test_position_deletes_are_folded_then_left_alone(spark, dbt):

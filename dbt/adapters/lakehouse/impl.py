@@ -15,7 +15,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import CompilationError
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.lakehouse import maintenance
+from dbt.adapters.lakehouse import maintenance, retention
 from dbt.adapters.lakehouse.connections import LakehouseConnectionManager
 from dbt.adapters.lakehouse.invocation_state import CachedRows, InvocationState, InvocationStates
 
@@ -110,6 +110,33 @@ class LakehouseAdapter(SparkAdapter):
     ) -> list[dict[str, Any]]:
         """Each configured step, due or not, with why (maintenance.decide_steps)."""
         return maintenance.decide_steps(policy, summary, health, nightly)
+
+    @available
+    def retention_rule(self, config: Any, table: str) -> retention.RetentionRule | None:
+        """A model's retention rule, checked (retention.read_rule): a rule that cannot be
+        applied fails before anything is read or deleted, naming the table and setting."""
+        try:
+            return retention.read_rule(config, table)
+        except retention.RetentionError as error:
+            raise CompilationError(str(error)) from error
+
+    @available
+    def retention_refusal(
+        self,
+        table: str,
+        rule: retention.RetentionRule,
+        load_ledger: bool,
+        lookbacks: dict[str, int],
+    ) -> str:
+        """Why the rule must not run on the table ('' when it may): retention.refusal."""
+        return retention.refusal(table, rule, load_ledger, lookbacks) or ""
+
+    @available
+    def retention_step(
+        self, rule: retention.RetentionRule, oldest: Any, newest: Any
+    ) -> dict[str, Any]:
+        """The retention step of a nightly run, due or not, with why (retention.decide)."""
+        return retention.decide(rule, oldest, newest)
 
     @available
     def embedded_session_setting(self, key: str) -> str | None:

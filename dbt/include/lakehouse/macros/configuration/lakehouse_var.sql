@@ -11,6 +11,7 @@
         'snapshot_retention_hours': 72,
         'on_maintenance_error': 'warn',
         'maintenance_overrides': {},
+        'retention_overrides': {},
         'maintenance_log': true,
         'maintenance_log_policy': {
             'rewrite_data_files': {'min_small_files': 5},

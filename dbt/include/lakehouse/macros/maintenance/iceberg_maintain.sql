@@ -3,12 +3,13 @@
     (e.g. after a write-audit-publish run publishes). `on_error`: warn | fail. `log_rows`: a
     list to append the maintenance-log row to instead of writing it now (a caller that
     maintains many tables writes their rows in one commit: iceberg_maintenance_log_flush).
-    `state`: the table's cheap read, when the caller read many tables at once. -#}
-{% macro iceberg_maintain(relation, policy, tblproperties={}, nightly=false, on_error='warn', trigger='operation', log_rows=none, state=none) %}
+    `state`: the table's cheap read, when the caller read many tables at once. `retention`:
+    the table's retention rule, applied when `nightly` (iceberg_maintenance_decision). -#}
+{% macro iceberg_maintain(relation, policy, tblproperties={}, nightly=false, on_error='warn', trigger='operation', log_rows=none, state=none, retention=none) %}
     {%- if on_error not in ['warn', 'fail'] -%}
         {{ exceptions.raise_compiler_error("maintenance of " ~ relation ~ ": on_maintenance_error must be warn or fail, got '" ~ on_error ~ "'") }}
     {%- endif -%}
-    {%- set decision = iceberg_maintenance_decision(relation, policy, tblproperties, nightly, state=state) -%}
+    {%- set decision = iceberg_maintenance_decision(relation, policy, tblproperties, nightly, state=state, retention=retention) -%}
     {%- set outcome = iceberg_maintenance_act(decision) -%}
     {%- do iceberg_maintenance_record(decision, outcome, trigger, log_rows) -%}
     {%- if outcome.errors and on_error == 'fail' -%}

@@ -5,22 +5,29 @@
     Applies each Iceberg model's and snapshot's own policy with a full health read (the same triggers as
     its post-hook, without the cheap gate) and, because it runs nightly, also the steps too
     slow for every run (orphan-file removal, unless remove_orphans is false:
-    docs/running-dbt.md schedules that one weekly). Then maintains the maintenance log itself.
+    docs/running-dbt.md schedules that one weekly) and, first, each one's retention rule
+    (retention_rules: every rule is checked before any table is touched; docs/retention.md).
+    Then maintains the maintenance log itself.
     A failing table warns and the others still run; the operation fails at the end if a
     table whose `on_maintenance_error` is `fail` failed.
     It holds the run lock throughout: a compaction on main while a run's write-audit-publish
     branch is open would make that run's publish impossible. -#}
 {% macro iceberg_maintain_all(select=none, remove_orphans=true) %}
     {%- if not execute -%}{{ return('') }}{%- endif -%}
-    {%- do acquire_run_lock(operation=true) -%}
     {%- set wanted = none if select is none else ([select] if select is string else select) -%}
-    {%- set failed = [] -%}
-    {%- set log_rows = [] -%}
-    {%- set tables = [] -%}
+    {%- set nodes = [] -%}
     {%- for node in graph.nodes.values()
           if node.resource_type in ['model', 'snapshot'] and node.config.get('file_format') == 'iceberg'
           and node.config.materialized in ['table', 'incremental', 'snapshot']
           and (wanted is none or node.name in wanted) -%}
+        {%- do nodes.append(node) -%}
+    {%- endfor -%}
+    {%- set retention = retention_rules(nodes) -%}
+    {%- do acquire_run_lock(operation=true) -%}
+    {%- set failed = [] -%}
+    {%- set log_rows = [] -%}
+    {%- set tables = [] -%}
+    {%- for node in nodes -%}
         {%- do tables.append({'node': node, 'relation': adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias)}) -%}
     {%- endfor -%}
     {#- every built table's cheap read in one statement -#}
@@ -35,7 +42,7 @@
             {%- if not remove_orphans -%}{%- do policy.pop('remove_orphan_files', none) -%}{%- endif -%}
             {%- set run = iceberg_maintain(relation, policy, node.config.get('tblproperties') or {},
                                            nightly=true, on_error='warn', trigger='nightly', log_rows=log_rows,
-                                           state=states[relation | string]) -%}
+                                           state=states[relation | string], retention=retention.get(node.unique_id)) -%}
             {%- if run.outcome.errors and on_error == 'fail' -%}
                 {%- do failed.append(relation ~ ': ' ~ (run.outcome.errors | join('; '))) -%}
             {%- endif -%}

@@ -26,7 +26,9 @@
                 {%- do outcome.actions.append(step.step ~ ' FAILED (' ~ step.reason ~ '): ' ~ run.error[:300]) -%}
             {%- else -%}
                 {%- set result = run.table -%}
-                {%- if step.step == 'rewrite_data_files' -%}
+                {%- if step.step == 'delete_expired_rows' -%}
+                    {%- do outcome.actions.append(_retention_done(relation, step)) -%}
+                {%- elif step.step == 'rewrite_data_files' -%}
                     {%- set failed = _first(result, 'failed_data_files_count', 0) -%}
                     {%- set rewritten = _first(result, 'rewritten_data_files_count', 0) | int -%}
                     {#- With partial progress Iceberg only logs a file group that lost its commit
@@ -102,4 +104,23 @@
     {%- endif -%}
     {%- do outcome.update({'seconds': (modules.datetime.datetime.utcnow() - started).total_seconds()}) -%}
     {{ return(outcome) }}
+{% endmacro %}
+
+{#- What a retention delete did, from the commit it made (its snapshot summary): rows and
+    data files removed, files written (none when whole partitions dropped: metadata only). -#}
+{% macro _retention_done(relation, step) %}
+    {%- set keys = ['deleted-records', 'added-records', 'added-position-deletes', 'deleted-data-files',
+                    'removed-files-size', 'added-data-files', 'added-delete-files'] -%}
+    {%- set columns = [] -%}
+    {%- for key in keys -%}{%- do columns.append("coalesce(cast(summary['" ~ key ~ "'] as bigint), 0)") -%}{%- endfor -%}
+    {%- set made = _maintenance_execute('select ' ~ columns | join(', ') ~ ' from ' ~ relation ~ '.snapshots order by committed_at desc limit 1') -%}
+    {%- if made.error -%}{{ return('delete_expired_rows ran; reading its commit FAILED: ' ~ made.error[:300]) }}{%- endif -%}
+    {%- set n = {} -%}
+    {%- for key in keys -%}{%- do n.update({key: made.table.rows[0][loop.index0] | int}) -%}{%- endfor -%}
+    {%- set written = n['added-data-files'] + n['added-delete-files'] -%}
+    {{ return('delete_expired_rows removed ' ~ (n['deleted-records'] - n['added-records'] + n['added-position-deletes'])
+        ~ ' rows before ' ~ step.cutoff ~ ': ' ~ n['deleted-data-files'] ~ ' data files dropped ('
+        ~ n['removed-files-size'] ~ ' bytes), '
+        ~ ('none written: metadata only' if written == 0 else written ~ ' files written (the column is no partition source)')
+        ~ ' (' ~ step.reason ~ ')') }}
 {% endmacro %}

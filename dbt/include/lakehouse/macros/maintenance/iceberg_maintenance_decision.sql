@@ -7,12 +7,15 @@
     Returns {relation, steps: [{step, due, reason, sql, ...}], summary, health, read,
     error, seconds, ...}; iceberg_maintenance_act carries it out. `validate_only`: stop after
     the policy is checked and its SQL rendered, reading nothing. `state`: the cheap read when
-    the caller made it for many tables at once (iceberg_table_states). -#}
-{% macro iceberg_maintenance_decision(relation, policy, tblproperties={}, nightly=false, validate_only=false, state=none) %}
+    the caller made it for many tables at once (iceberg_table_states). `retention`: the
+    table's retention rule ({column, keep_days}: dbt/adapters/lakehouse/retention.py), applied
+    only nightly, as the first step: rows dated before the window are deleted. -#}
+{% macro iceberg_maintenance_decision(relation, policy, tblproperties={}, nightly=false, validate_only=false, state=none, retention=none) %}
     {%- set started = modules.datetime.datetime.utcnow() -%}
     {#- 1. The policy checked and every step's SQL rendered (so validated) before any read: a
         misconfigured policy fails on every run, not only on the day a step is due. -#}
     {%- set rules = adapter.maintenance_policy(policy, relation | string) -%}
+    {%- set retention_rule = adapter.retention_rule(retention, relation | string) if nightly else none -%}
 
     {%- set compact = rules.has('rewrite_data_files') -%}
     {%- set compact_args = dict(rules.steps.get('rewrite_data_files') or {}) -%}
@@ -52,7 +55,7 @@
                         'read': 'snapshot summary', 'error': none, 'seconds': 0, 'expire_before': expire_before,
                         'target_bytes': target_bytes, 'min_small_files': rules.min_small_files, 'manifest_bytes': manifest_bytes,
                         'where': compact_args.get('where'), 'drop_dangling_sql': drop_dangling_sql} -%}
-    {%- if not policy or validate_only -%}{{ return(decision) }}{%- endif -%}
+    {%- if (not policy and retention_rule is none) or validate_only -%}{{ return(decision) }}{%- endif -%}
 
     {#- 2. The cheap read: the commit's summary and the last checkpoint. -#}
     {%- set summary = iceberg_commit_summary(relation, expire_before, state) -%}
@@ -82,6 +85,21 @@
         {%- do step.update({'sql': sql['fold' if step.fold_deletes else 'compact'] if step.step == 'rewrite_data_files' else sql[step.step]}) -%}
         {%- do decision.steps.append(step) -%}
     {%- endfor -%}
+
+    {#- 5. Retention first: what it deletes, the steps after it need not compact. The column's
+        bounds come from the files' statistics (Spark pushes min and max down to Iceberg). -#}
+    {%- if retention_rule is not none -%}
+        {%- set column = '`' ~ retention_rule.column ~ '`' -%}
+        {%- set bounds = _maintenance_execute('select cast(min(' ~ column ~ ') as string), cast(max(' ~ column ~ ') as string) from ' ~ relation) -%}
+        {%- if bounds.error -%}
+            {%- do decision.update({'error': 'reading the retention column ' ~ retention_rule.column ~ ': ' ~ bounds.error,
+                                    'seconds': (modules.datetime.datetime.utcnow() - started).total_seconds()}) -%}
+            {{ return(decision) }}
+        {%- endif -%}
+        {%- set step = adapter.retention_step(retention_rule, bounds.table.rows[0][0], bounds.table.rows[0][1]) -%}
+        {%- do step.update({'sql': 'delete from ' ~ relation ~ ' where ' ~ column ~ " < date'" ~ step.cutoff ~ "'"} if step.due else {}) -%}
+        {%- do decision.steps.insert(0, step) -%}
+    {%- endif -%}
     {%- do decision.update({'seconds': (modules.datetime.datetime.utcnow() - started).total_seconds()}) -%}
     {{ return(decision) }}
 {% endmacro %}
