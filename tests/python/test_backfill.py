@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -188,6 +189,31 @@ def test_a_backfill_takes_whole_days_only(houses):
     run = houses.backfill("2026-01-02T06:00:00", "2026-01-03", expect_success=False)
     assert not run.success
     assert "is not a midnight" in run.log
+
+
+def test_a_backfill_before_the_first_day_retention_keeps_is_refused(houses, window):
+    """A day retention deletes cannot be recomputed, and a backfill writing it would bring its
+    expired rows back: a range starting before the first day kept stops the run, naming the
+    table, its rule and the day to start at, and no file changes."""
+    newest = houses.spark.sql(f"select max(to_date(event_at)) from {PREFIX}{DWD}").first()[0]
+    first_kept = newest - timedelta(days=2)
+    assert window["start"] < first_kept.isoformat()
+    variables = {
+        "schema_prefix": PREFIX,
+        "event_types": NEW_RULE,
+        "retention_overrides": {"dwd_client__events": {"column": "event_at", "keep_days": 3}},
+    }
+    files = houses.files(DWD)
+    flags = ["--event-time-start", window["start"], "--event-time-end", window["end"]]
+    run = houses._dbt(
+        ["run", *BACKFILL, *flags, "--vars", json.dumps(variables)],
+        landing=houses.root / "landing",
+        expect_success=False,
+    )
+    assert not run.success
+    expected = f"keeps its days from {first_kept} on (retention: 3 days of event_at)"
+    assert expected in run.log and f"start the backfill at {first_kept}" in run.log, run.log[-2000:]
+    assert houses.files(DWD) == files
 
 
 UNFILTERED = """

@@ -132,6 +132,11 @@ class LakehouseAdapter(SparkAdapter):
         return retention.refusal(table, rule, load_ledger, lookbacks) or ""
 
     @available
+    def retention_first_kept_day(self, rule: retention.RetentionRule, newest: Any) -> str | None:
+        """The first day a rule keeps, from its column's newest value (retention.first_kept_day)."""
+        return retention.first_kept_day(rule, newest)
+
+    @available
     def retention_step(
         self, rule: retention.RetentionRule, oldest: Any, newest: Any
     ) -> dict[str, Any]:

@@ -114,3 +114,11 @@ def decide(rule: RetentionRule, oldest: str | None, newest: str | None) -> dict[
         "reason": f"rows from {first} before {cutoff}: {window}",
         "skip": f"{STEP} skipped (the oldest, {first}, is kept: {window})",
     }
+
+
+def first_kept_day(rule: RetentionRule, newest: str | None) -> str | None:
+    """The first day `rule` keeps of a table whose column's newest value is `newest` (none
+    when the table is empty): a backfill cannot recompute the days before it."""
+    if not newest:
+        return None
+    return rule.cutoff(date.fromisoformat(str(newest)[:10])).isoformat()

@@ -41,6 +41,7 @@
   {#-- project: the days the model's SQL recomputes (touched_days), noted while dbt rendered it --#}
   {%- set recomputed_days = adapter.recomputed_days(this) -%}
   {%- if backfill -%}
+    {%- do backfill_within_retention(backfill) -%}
     {%- set strategy = 'insert_overwrite' -%}
     {{ log(this ~ ": backfill of " ~ backfill.days | length ~ " days, " ~ backfill.start ~ " .. " ~ backfill.end ~ " (end excluded)", info=true) }}
   {%- endif -%}
