@@ -11,7 +11,9 @@ import pytest
 from dbt.adapters.lakehouse.retention import (
     RetentionError,
     RetentionRule,
+    backfill_refusal,
     decide,
+    delete_outcome,
     read_rule,
     refusal,
 )
@@ -70,3 +72,30 @@ def test_the_step_is_due_only_when_a_row_lies_before_the_window():
     assert not kept["due"] and "the oldest, 2026-01-08, is kept" in kept["skip"]
     empty = decide(rule, None, None)
     assert not empty["due"] and "no rows" in empty["skip"]
+
+
+def test_a_backfill_may_start_at_the_first_day_kept_and_not_before():
+    rule = RetentionRule(column="event_at", keep_days=3)
+    newest = "2026-01-10 08:00:00"
+    assert backfill_refusal(TABLE, rule, newest, "2026-01-08", own=True) is None
+    refused = backfill_refusal(TABLE, rule, newest, "2026-01-07", own=False)
+    assert f"{TABLE} keeps its days from 2026-01-08 on (retention: 3 days of event_at)" in refused
+    assert "start the backfill at 2026-01-08 or later" in refused
+    assert "would come back" not in refused
+    assert "would come back" in backfill_refusal(TABLE, rule, newest, "2026-01-07", own=True)
+    assert backfill_refusal(TABLE, rule, None, "2026-01-01", own=True) is None  # empty table
+
+
+def test_the_log_says_whether_the_delete_wrote_a_file():
+    step = {"cutoff": "2026-01-04", "reason": "why"}
+    summary = {"deleted-records": 60, "deleted-data-files": 6, "removed-files-size": 6546}
+    dropped = delete_outcome({**summary, "added-data-files": None}, step)
+    assert dropped == (
+        "delete_expired_rows removed 60 rows before 2026-01-04: 6 data files dropped"
+        " (6546 bytes), none written: metadata only (why)"
+    )
+    rewritten = {"deleted-records": 120, "added-records": 60, "added-data-files": 2}
+    rewritten = delete_outcome(rewritten, step)
+    assert "removed 60 rows" in rewritten and "2 files written" in rewritten
+    deletes = delete_outcome({"added-position-deletes": 7, "added-delete-files": 1}, step)
+    assert "removed 7 rows" in deletes and "1 files written" in deletes

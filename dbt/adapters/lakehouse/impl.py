@@ -132,9 +132,21 @@ class LakehouseAdapter(SparkAdapter):
         return retention.refusal(table, rule, load_ledger, lookbacks) or ""
 
     @available
-    def retention_first_kept_day(self, rule: retention.RetentionRule, newest: Any) -> str | None:
-        """The first day a rule keeps, from its column's newest value (retention.first_kept_day)."""
-        return retention.first_kept_day(rule, newest)
+    def retention_backfill_refusal(
+        self, table: str, rule: retention.RetentionRule, newest: Any, start: str, own: bool
+    ) -> str:
+        """Why a backfill from `start` must not run ('' when it may): retention.backfill_refusal."""
+        return retention.backfill_refusal(table, rule, newest, start, own) or ""
+
+    @available
+    def retention_summary_keys(self) -> list[str]:
+        """The commit summary counters a retention delete is reported from."""
+        return list(retention.SUMMARY_KEYS)
+
+    @available
+    def retention_delete_outcome(self, summary: dict[str, int], step: dict[str, Any]) -> str:
+        """The log text of a retention delete (retention.delete_outcome)."""
+        return retention.delete_outcome(summary, step)
 
     @available
     def retention_step(

@@ -116,9 +116,52 @@ def decide(rule: RetentionRule, oldest: str | None, newest: str | None) -> dict[
     }
 
 
-def first_kept_day(rule: RetentionRule, newest: str | None) -> str | None:
-    """The first day `rule` keeps of a table whose column's newest value is `newest` (none
-    when the table is empty): a backfill cannot recompute the days before it."""
+def backfill_refusal(
+    table: str, rule: RetentionRule, newest: str | None, start: str, own: bool
+) -> str | None:
+    """Why a backfill from day `start` must not run, when `table` (the backfilled model itself
+    when `own`, else a model it reads) keeps its days under `rule` and its column's newest
+    value is `newest`: the days before the first one kept cannot be recomputed, and the
+    model's own would come back. None when the backfill may run (or the table is empty)."""
     if not newest:
         return None
-    return rule.cutoff(date.fromisoformat(str(newest)[:10])).isoformat()
+    first = rule.cutoff(date.fromisoformat(str(newest)[:10]))
+    if date.fromisoformat(start[:10]) >= first:
+        return None
+    return (
+        f"{table} keeps its days from {first} on (retention: {rule.keep_days} days of"
+        f" {rule.column}), so the days before cannot be recomputed"
+        f"{' and would come back' if own else ''}: start the backfill at {first} or later"
+        " (docs/retention.md)"
+    )
+
+
+# the retention delete's commit summary counters that delete_outcome reads
+SUMMARY_KEYS = (
+    "deleted-records",
+    "added-records",
+    "added-position-deletes",
+    "deleted-data-files",
+    "removed-files-size",
+    "added-data-files",
+    "added-delete-files",
+)
+
+
+def delete_outcome(summary: dict[str, int], step: dict[str, Any]) -> str:
+    """The maintenance log's text for a retention delete, from the counters of the commit it
+    made (SUMMARY_KEYS; a missing one is 0): rows removed (a rewrite's kept rows and written
+    position deletes counted), data files dropped, bytes, and whether it wrote any file (none
+    when whole partitions dropped: metadata only)."""
+    n = {key: int(summary.get(key) or 0) for key in SUMMARY_KEYS}
+    removed = n["deleted-records"] - n["added-records"] + n["added-position-deletes"]
+    written = n["added-data-files"] + n["added-delete-files"]
+    how = (
+        "none written: metadata only"
+        if written == 0
+        else f"{written} files written (the column is no partition source)"
+    )
+    return (
+        f"{STEP} removed {removed} rows before {step['cutoff']}: {n['deleted-data-files']} data"
+        f" files dropped ({n['removed-files-size']} bytes), {how} ({step['reason']})"
+    )

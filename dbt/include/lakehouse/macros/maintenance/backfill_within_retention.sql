@@ -16,12 +16,9 @@
         {%- set relation = adapter.get_relation(database=node.database, schema=node.schema, identifier=node.alias) if rule is not none else none -%}
         {%- if relation is not none -%}
             {%- set newest = run_query('select cast(max(`' ~ rule.column ~ '`) as string) from ' ~ relation).columns[0].values()[0] -%}
-            {%- set first_day = adapter.retention_first_kept_day(rule, newest) -%}
-            {%- if first_day and backfill.start < first_day -%}
-                {{ exceptions.raise_compiler_error("backfill of " ~ this ~ " from " ~ backfill.start ~ ": " ~ table
-                    ~ " keeps its days from " ~ first_day ~ " on (retention: " ~ rule.keep_days ~ " days of " ~ rule.column
-                    ~ "), so the days before cannot be recomputed" ~ (" and would come back" if node.unique_id == model.unique_id else "")
-                    ~ ": start the backfill at " ~ first_day ~ " or later (docs/retention.md)") }}
+            {%- set refused = adapter.retention_backfill_refusal(table, rule, newest, backfill.start, node.unique_id == model.unique_id) -%}
+            {%- if refused -%}
+                {{ exceptions.raise_compiler_error("backfill of " ~ this ~ " from " ~ backfill.start ~ ": " ~ refused) }}
             {%- endif -%}
         {%- endif -%}
     {%- endfor -%}

@@ -106,21 +106,15 @@
     {{ return(outcome) }}
 {% endmacro %}
 
-{#- What a retention delete did, from the commit it made (its snapshot summary): rows and
-    data files removed, files written (none when whole partitions dropped: metadata only). -#}
+{#- What a retention delete did, read from the commit it made (its snapshot summary) and
+    worded by the adapter (retention.delete_outcome). -#}
 {% macro _retention_done(relation, step) %}
-    {%- set keys = ['deleted-records', 'added-records', 'added-position-deletes', 'deleted-data-files',
-                    'removed-files-size', 'added-data-files', 'added-delete-files'] -%}
+    {%- set keys = adapter.retention_summary_keys() -%}
     {%- set columns = [] -%}
-    {%- for key in keys -%}{%- do columns.append("coalesce(cast(summary['" ~ key ~ "'] as bigint), 0)") -%}{%- endfor -%}
+    {%- for key in keys -%}{%- do columns.append("cast(summary['" ~ key ~ "'] as bigint)") -%}{%- endfor -%}
     {%- set made = _maintenance_execute('select ' ~ columns | join(', ') ~ ' from ' ~ relation ~ '.snapshots order by committed_at desc limit 1') -%}
     {%- if made.error -%}{{ return('delete_expired_rows ran; reading its commit FAILED: ' ~ made.error[:300]) }}{%- endif -%}
-    {%- set n = {} -%}
-    {%- for key in keys -%}{%- do n.update({key: made.table.rows[0][loop.index0] | int}) -%}{%- endfor -%}
-    {%- set written = n['added-data-files'] + n['added-delete-files'] -%}
-    {{ return('delete_expired_rows removed ' ~ (n['deleted-records'] - n['added-records'] + n['added-position-deletes'])
-        ~ ' rows before ' ~ step.cutoff ~ ': ' ~ n['deleted-data-files'] ~ ' data files dropped ('
-        ~ n['removed-files-size'] ~ ' bytes), '
-        ~ ('none written: metadata only' if written == 0 else written ~ ' files written (the column is no partition source)')
-        ~ ' (' ~ step.reason ~ ')') }}
+    {%- set summary = {} -%}
+    {%- for key in keys -%}{%- do summary.update({key: made.table.rows[0][loop.index0]}) -%}{%- endfor -%}
+    {{ return(adapter.retention_delete_outcome(summary, step)) }}
 {% endmacro %}
