@@ -30,8 +30,27 @@ FULL_SIZE_ONLY = ("b3", "b4", "b6", "b7", "b8", "b9", "b10", "b11", "b12", "b13"
 SMOKE = [name for name in NAMES if name not in FULL_SIZE_ONLY]
 
 
+SCHEMAS = ("bench", "ods", "dwd", "dws", "landing")
+
+
+def tables_in(spark, schemas: tuple[str, ...]) -> set[str]:
+    """Every table and view of these schemas (another test file on this worker may have
+    built the warehouse before the benchmarks run)."""
+    names = set()
+    for schema in schemas:
+        if spark.sql(f"show schemas like '{schema}'").count():
+            rows = spark.sql(f"show tables in {schema}").collect()
+            names |= {f"{schema}.{r.tableName}" for r in rows if not r.isTemporary}
+    return names
+
+
 @pytest.fixture(scope="module")
-def results(spark, data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+def tables_before(spark) -> set[str]:
+    return tables_in(spark, SCHEMAS)
+
+
+@pytest.fixture(scope="module")
+def results(spark, data_dir: Path, tmp_path_factory: pytest.TempPathFactory, tables_before):
     out = tmp_path_factory.mktemp("bench")
     ctx = BenchContext(
         spark=spark,
@@ -131,9 +150,6 @@ def test_scan_counter_counts_the_files_a_query_planned(spark):
         spark.sql(f"drop table if exists {table} purge")
 
 
-def test_benchmarks_leave_no_tables_behind(spark, results):
-    for schema in ("bench", "ods", "dwd", "dws", "landing"):
-        if spark.sql(f"show schemas like '{schema}'").count():
-            tables = spark.sql(f"show tables in {schema}").collect()
-            tables = [r.tableName for r in tables if not r.isTemporary]
-            assert not tables, f"{schema} still holds {tables}"
+def test_benchmarks_leave_no_tables_behind(spark, results, tables_before):
+    left = tables_in(spark, SCHEMAS) - tables_before
+    assert not left, f"the benchmarks left {sorted(left)}"
