@@ -106,7 +106,7 @@ def users(warehouse) -> dict:
     return {"deleted": deleted, "stale": stale, "old_delete": old_delete}
 
 
-def test_a_load_of_only_deletes_is_merged_once(warehouse, users):
+def test_a_load_of_only_deletes_leaves_tombstones(warehouse, users):
     deleted, old = users["deleted"], users["old_delete"]
     top = warehouse.spark.sql(f"select max(_source_lsn) from {STATE}").first()[0]
     warehouse.land_changes(
@@ -118,13 +118,8 @@ def test_a_load_of_only_deletes_is_merged_once(warehouse, users):
     assert tombstone._is_deleted and tombstone._source_lsn == top + 10
     assert not warehouse.live(deleted.user_id) and not warehouse.live(old.user_id)
 
-    snapshots = warehouse.snapshots()
-    run = warehouse.run()  # no new change: nothing to merge, no commit
-    assert "nothing merged" in run.log
-    assert warehouse.snapshots() == snapshots
 
-
-def test_a_stale_change_loses_and_is_compared_once(warehouse, users):
+def test_a_stale_change_loses_and_each_load_is_compared_once(warehouse, users):
     stale, deleted = users["stale"], users["deleted"]
     before = warehouse.row(stale.user_id)
     tombstone = warehouse.row(deleted.user_id)
@@ -140,8 +135,10 @@ def test_a_stale_change_loses_and_is_compared_once(warehouse, users):
     new_load = warehouse.spark.sql(f"select max(_load_id) from {ODS}").first()[0]
     assert after._checked_load_id == new_load > before._checked_load_id
 
+    # no new change: neither this load nor the deletes' before it is merged again
     snapshots = warehouse.snapshots()
-    warehouse.run()
+    run = warehouse.run()
+    assert "nothing merged" in run.log
     assert warehouse.snapshots() == snapshots
 
 
@@ -201,24 +198,6 @@ def test_tombstones_past_their_retention_are_dropped(warehouse, users):
     assert warehouse.spark.sql(f"select count(*) from {VIEW}").first()[0] == live
 
 
-def test_the_change_feed_of_the_state_is_the_change_applied(warehouse, tmp_path):
-    """export-changes on the real merge-on-read dimension, across the run's maintenance
-    commits: one landed update is exactly one before and one after image."""
-    (target,) = warehouse.live_users(1)
-    spark = warehouse.spark
-    before = current_snapshot(spark, STATE)
-    top = spark.sql(f"select max(_source_lsn) from {STATE}").first()[0]
-    warehouse.land_changes(change(target, "+U", top + 1, user_name="fed downstream"))
-    warehouse.run()
-    out = tmp_path / "changes.jsonl"
-    export(spark, STATE, ["user_id"], out, before, current_snapshot(spark, STATE))
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["_change_type"], r["user_id"], r["user_name"]) for r in lines] == [
-        ("update_before", target.user_id, target.user_name),
-        ("update_after", target.user_id, "fed downstream"),
-    ]
-
-
 # -- the changelog ------------------------------------------------------------------------------
 
 
@@ -276,15 +255,28 @@ def test_the_changelog_replayed_from_the_start_is_the_dimension(warehouse, consu
     assert len(consumer.rows) > 50
 
 
-def test_one_update_is_one_before_and_one_after_read_from_the_new_files_only(warehouse, consumer):
+def test_one_update_is_one_before_and_one_after_read_from_the_new_files_only(
+    warehouse, consumer, tmp_path
+):
+    """One landed update, in the state's change feed (export-changes on the merge-on-read
+    dimension, across the run's maintenance commits) and in the changelog (read from the file
+    the run appended only): one before and one after image each."""
     spark = warehouse.spark
     (target,) = warehouse.live_users(1)
     top = spark.sql(f"select max(_source_lsn) from {STATE}").first()[0]
+    state_before = current_snapshot(spark, STATE)
     start = current_snapshot(spark, CHANGES)
     files = f"select file_path from {CHANGES}.files"
     files_before = {r[0] for r in spark.sql(files).collect()}
     warehouse.land_changes(change(target, "+U", top + 1, user_name="changelogged"))
     warehouse.run()
+    out = tmp_path / "changes.jsonl"
+    export(spark, STATE, ["user_id"], out, state_before, current_snapshot(spark, STATE))
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["_change_type"], r["user_id"], r["user_name"]) for r in lines] == [
+        ("update_before", target.user_id, target.user_name),
+        ("update_after", target.user_id, "changelogged"),
+    ]
     end = current_snapshot(spark, CHANGES)
     # the export reads only the file this run appended, not the changelog's history
     # (the run's maintenance may compact the changelog after: its files are not `added`)
