@@ -407,7 +407,8 @@ def test_a_full_refresh_publishes_the_same_way(warehouse):
 
 def test_nightly_maintenance_never_runs_while_a_run_holds_the_lock(warehouse, dbt):
     """A compaction on main while a run's branch is open would stop that run's publish: the
-    nightly operation takes the run lock too, and a live holder makes it refuse."""
+    nightly operation takes the run lock too, and a live holder makes it refuse, as it makes
+    a scheduled run stop before its first model."""
     lock = f"{PREFIX}ops.run_lock"
     process = warehouse.spark.sql("select reflect('lakehouse.RunProcess', 'id')").first()[0]
     warehouse.spark.sql(
@@ -425,10 +426,17 @@ def test_nightly_maintenance_never_runs_while_a_run_holds_the_lock(warehouse, db
         expect_success=False,
     )
     assert not nightly.success and "another run (invocation 0000aaaa-0000) holds" in nightly.log
+    # a scheduled run meanwhile stops at its start: none of its models runs (a model of a run
+    # without the lock has no branch of its own, it would write main)
+    variables = json.dumps({"schema_prefix": PREFIX})
+    refused = dbt(["run", "--select", "dim_users", "dws_user__daily", "--vars", variables],
+                  expect_success=False)  # fmt: skip
+    assert not refused.success and "another run (invocation 0000aaaa-0000) holds" in refused.log
+    assert "START sql" not in refused.log, refused.log[-3000:]
+    assert warehouse.spark.sql(f"select holder from {lock}").first()[0] == "0000aaaa-0000"
     assert {table: warehouse.refs(table)["main"] for table in TABLES} == before
     # the operator ends that run's lease: it is recorded as abandoned, so its branch expires
     load_id = warehouse.spark.sql(f"select load_id from {lock}").first()[0]
-    variables = json.dumps({"schema_prefix": PREFIX})
     dbt(["run-operation", "release_run_lock", "--args", "{holder: 0000aaaa-0000}",
          "--vars", variables])  # fmt: skip
     abandoned = warehouse.spark.sql(
