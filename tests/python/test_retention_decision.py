@@ -98,4 +98,4 @@ def test_the_log_says_whether_the_delete_wrote_a_file():
     rewritten = delete_outcome(rewritten, step)
     assert "removed 60 rows" in rewritten and "2 files written" in rewritten
     deletes = delete_outcome({"added-position-deletes": 7, "added-delete-files": 1}, step)
-    assert "removed 7 rows" in deletes and "1 files written" in deletes
+    assert "removed 7 rows" in deletes and "1 file written" in deletes

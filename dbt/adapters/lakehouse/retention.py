@@ -156,10 +156,11 @@ def delete_outcome(summary: dict[str, int], step: dict[str, Any]) -> str:
     n = {key: int(summary.get(key) or 0) for key in SUMMARY_KEYS}
     removed = n["deleted-records"] - n["added-records"] + n["added-position-deletes"]
     written = n["added-data-files"] + n["added-delete-files"]
+    files = f"{written} file{'' if written == 1 else 's'}"
     how = (
         "none written: metadata only"
         if written == 0
-        else f"{written} files written (the column is no partition source)"
+        else f"{files} written (the column is no partition source)"
     )
     return (
         f"{STEP} removed {removed} rows before {step['cutoff']}: {n['deleted-data-files']} data"
