@@ -261,11 +261,12 @@ def cluster_dbt_env(cluster: ClusterSettings) -> dict[str, str]:
 def environment_without_project_settings() -> dict[str, str]:
     """This process's environment less the project's own settings (LAKEHOUSE_*, DBT_*): for a
     process of its own on another data folder, which derives the rest from that folder. The
-    JIT's choice stays: it is how this machine's JVMs compile, not a folder's setting."""
+    JVM's choices stay (LAKEHOUSE_JIT, LAKEHOUSE_GC): how this machine's JVMs run, not a
+    folder's setting."""
     return {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("LAKEHOUSE_", "DBT_")) or k == "LAKEHOUSE_JIT"
+        if not k.startswith(("LAKEHOUSE_", "DBT_")) or k in ("LAKEHOUSE_JIT", "LAKEHOUSE_GC")
     }
 
 

@@ -31,6 +31,7 @@ class PlainDbt:
             LAKEHOUSE_DATA_DIR=str(self.data),
             LAKEHOUSE_DRIVER_MEMORY="1g",  # beside pytest's own JVM
             LAKEHOUSE_JIT="quick",  # one command on small data: C2's compiling is wasted
+            LAKEHOUSE_GC="parallel",  # less CPU than G1 on small builds
             DBT_TARGET_PATH=str(self.target_path),
             DBT_LOG_PATH=str(self.data / "logs"),
             # The shared venv may be an editable install of another checkout: put this one

@@ -100,6 +100,7 @@ def test_dagster_runs_the_next_scheduled_build_and_publishes_it(
     monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(data))
     monkeypatch.setenv("LAKEHOUSE_DRIVER_MEMORY", "1g")  # beside pytest's own JVM
     monkeypatch.setenv("LAKEHOUSE_JIT", "quick")
+    monkeypatch.setenv("LAKEHOUSE_GC", "parallel")
     monkeypatch.setenv("PYTHONPATH", str(PROJECT_DIR))
     # loaded in the runs' environment, as a code server is: the runs reuse the parse it makes
     # at load only if it read the same environment variables (the profile's)

@@ -78,6 +78,19 @@ def test_lakehouse_jit_quick_compiles_with_c1_only_and_an_unknown_value_is_refus
         spark_conf("ci")
 
 
+def test_lakehouse_gc_picks_the_collector_and_an_unknown_value_is_refused(monkeypatch, tmp_path):
+    monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("LAKEHOUSE_JIT", raising=False)
+    monkeypatch.delenv("LAKEHOUSE_GC", raising=False)
+    assert "GC" not in spark_conf("ci")["spark.driver.extraJavaOptions"]  # the JVM's choice
+    for choice, flag in (("parallel", "-XX:+UseParallelGC"), ("serial", "-XX:+UseSerialGC")):
+        monkeypatch.setenv("LAKEHOUSE_GC", choice)
+        assert flag in spark_conf("ci")["spark.driver.extraJavaOptions"].split()
+    monkeypatch.setenv("LAKEHOUSE_GC", "zgc")
+    with pytest.raises(ValueError, match="LAKEHOUSE_GC='zgc'"):
+        spark_conf("ci")
+
+
 def test_each_location_can_be_overridden(monkeypatch, tmp_path):
     monkeypatch.setenv("LAKEHOUSE_DATA_DIR", str(tmp_path / "root"))
     monkeypatch.setenv("LAKEHOUSE_LANDING_DIR", str(tmp_path / "elsewhere"))
