@@ -130,9 +130,15 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
 def dbt(spark: SparkSession):
     """Run dbt in this process on the shared session: dbt(["build"]) -> DbtRun."""
     from dbt.cli.main import dbtRunner
+    from dbt_common.tests import enable_test_caching
 
     os.environ.update(dbt_env("ci"))
     os.chdir(PROJECT_DIR)
+    # dbt's own caches for many commands in one process (its test framework turns them on):
+    # Jinja's parse of a macro or model text, kept by the text. A command whose vars differ
+    # from the last parse's parses the whole project again, and most of that (5-6 s of 7)
+    # was parsing the same macros' text once more.
+    enable_test_caching()
 
     def invoke(
         args: list[str],

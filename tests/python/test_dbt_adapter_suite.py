@@ -61,7 +61,6 @@ from dbt.tests.adapter.simple_snapshot.test_ephemeral_snapshot_hard_deletes impo
 )
 from dbt.tests.adapter.simple_snapshot.test_snapshot import BaseSimpleSnapshot, BaseSnapshotCheck
 from dbt.tests.util import relation_from_name
-from dbt_common.tests import disable_test_caching
 
 from scripts.spark_config import spark_conf
 
@@ -76,13 +75,6 @@ def deep_merge(base: dict, extra: dict) -> dict:
         else:
             merged[key] = value
     return merged
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _dbt_test_caches_off_afterwards():
-    """dbt's `initialization` fixture turns on jinja caches meant for its own test runs."""
-    yield
-    disable_test_caching()
 
 
 # dbt's run_dbt writes manifest.json and run_results.json after every command, the manifest

@@ -170,6 +170,9 @@ from scripts import services
 from dbt.adapters.lakehouse.object_store import ServiceSettings
 
 STARTED = time.monotonic()
+# dbt's caches for many commands in one process, as conftest.py's `dbt` turns them on
+from dbt_common.tests import enable_test_caching
+enable_test_caching()
 
 
 def phase_done(name):  # where the scenario's minutes go: target/s3-scenario-phases.json
