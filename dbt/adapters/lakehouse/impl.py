@@ -9,15 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from dbt.adapters.base import available
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.column import SparkColumn
 from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import CompilationError
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.lakehouse import maintenance, retention
+from dbt.adapters.lakehouse import maintenance, retention, write_audit_publish
 from dbt.adapters.lakehouse.connections import LakehouseConnectionManager
 from dbt.adapters.lakehouse.invocation_state import CachedRows, InvocationState, InvocationStates
+
+logger = AdapterLogger("lakehouse")
 
 # Statements that read and leave every table's columns as they were.
 READS = re.compile(r"\s*(select|describe|desc|show|set)\b", re.IGNORECASE)
@@ -275,6 +278,44 @@ class LakehouseAdapter(SparkAdapter):
 
     def _state(self) -> InvocationState:
         return self._invocations.of(get_invocation_id())
+
+    @available
+    def note_wap_branch(self, branch: str | None) -> str:
+        """The branch this run writes on (wap_begin at on-run-start), or None when
+        write-audit-publish is off: every writing node's pre_model_hook reads it."""
+        self._state().wap_branch = str(branch) if branch else None
+        return ""
+
+    @available
+    def wap_branch(self) -> str | None:
+        """The branch this invocation writes on, as wap_begin noted it, or None."""
+        return self._state().wap_branch
+
+    @available
+    def wap_writes_table(self, node: Any) -> bool:
+        """Whether `node` writes an Iceberg table kept on the run's branch
+        (write_audit_publish.writes_table)."""
+        return write_audit_publish.writes_table(node)
+
+    def pre_model_hook(self, config: Any) -> None:
+        """Before a model, seed or snapshot writes its Iceberg table in a write-audit-publish
+        run, with no hook of the project's: a Thrift connection (a Spark session of its own)
+        is pointed at the run's branch, and an existing table is readied for the branch
+        (write_audit_publish.prepare_branch_sql; the embedded session's setting was set once
+        by wap_begin). dbt calls this on the node's connection, tests included."""
+        node, branch = getattr(config, "model", None), self._state().wap_branch
+        if node is None or branch is None or not write_audit_publish.writes_table(node):
+            return None
+        if self.config.credentials.method != SparkConnectionMethod.SESSION:
+            self.execute(f"set spark.wap.branch = {branch}")
+        relation = self.get_relation(node.database, node.schema, node.alias or node.name)
+        if relation is None or relation.is_view:
+            return None
+        sql = write_audit_publish.prepare_branch_sql(str(relation), branch)
+        _, prepared = self.execute(sql, fetch=True)
+        if "wap-enabled" in str(prepared.rows[0][0]):
+            logger.info(f"{relation}: write.wap.enabled set (write-audit-publish)")
+        return None
 
     @available
     def last_tested_load(self) -> int | None:

@@ -29,6 +29,8 @@ class InvocationState:
     # run that tested every row it wrote (None: not read yet), and whether the table exists
     # with its `tested` column
     last_tested_load: int | None = None
+    # the branch this run writes on (wap_begin), None when write-audit-publish is off
+    wap_branch: str | None = None
     run_records_ready: bool = False
     # upstream (its ref as rendered) -> its rows of this run's load, cached
     cached_rows: dict[str, CachedRows] = field(default_factory=dict)

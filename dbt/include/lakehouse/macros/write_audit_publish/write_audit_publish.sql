@@ -28,10 +28,12 @@
     {%- if not execute or not run_takes_lock() -%}{{ return('') }}{%- endif -%}
     {%- if not wap_requested() -%}
         {%- do run_query('reset spark.wap.branch') -%}
+        {%- do adapter.note_wap_branch(none) -%}
         {{ return('') }}
     {%- endif -%}
     {%- set branch = wap_branch_of(current_load_id()) -%}
     {%- do run_query('set spark.wap.branch = ' ~ branch) -%}
+    {%- do adapter.note_wap_branch(branch) -%}  {#- for each writing node's pre_model_hook (impl.py) -#}
     {%- do last_published_load() -%}  {#- read once here, not by the first tests at once -#}
     {{ log("write-audit-publish: this run writes on branch " ~ branch ~ "; readers of main see it once every model and error test passed", info=true) }}
     {{ return('') }}
@@ -45,42 +47,26 @@
     {{ return(session_setting('spark.wap.branch')) }}
 {% endmacro %}
 
-{#- pre-hook of every model and snapshot (dbt_project.yml) and the start of every test's query
-    (the adapter's lakehouse__get_test_sql). On a Thrift server each connection is a Spark
-    session of its own, so the run's branch is set on it. The model's table, when it exists,
-    gets write.wap.enabled (a table built before write-audit-publish: without it Iceberg would
-    write main) and the branch, created from main before the first write: Iceberg 1.10.2 starts
-    the summary totals (total-data-files, total-records, ...) of a snapshot that creates its
-    branch from zero, and maintenance decides on those totals (docs/findings.md). -#}
-{% macro wap_session(relation=none) %}
-    {%- if not execute or not wap_requested() -%}{{ return('') }}{%- endif -%}
-    {%- set branch = wap_active_branch() -%}
-    {%- if branch is none -%}
-        {#- a connection of its own (Thrift): the run's branch, if this run holds the lock -#}
-        {%- set branch = _wap_run_branch() -%}
-        {%- if branch is not none -%}
-            {%- do run_query('set spark.wap.branch = ' ~ branch) -%}
-        {%- endif -%}
-    {%- endif -%}
-    {%- if branch is none or relation is none or not wap_writes_table(model) -%}
-        {{ return('') }}
-    {%- endif -%}
-    {%- set existing = load_relation(relation) -%}
-    {%- if existing is none or existing.is_view -%}{{ return('') }}{%- endif -%}
-    {#- one statement for both (dbt/include/lakehouse/java/lakehouse/TableState.java) -#}
-    {%- set prepared = run_query("select reflect('lakehouse.TableState', 'prepareBranch', '" ~ relation
-        ~ "', '" ~ branch ~ "') from values (1)").rows[0][0] -%}
-    {%- if 'wap-enabled' in prepared -%}
-        {{ log(relation ~ ": write.wap.enabled set (write-audit-publish)", info=true) }}
+{#- The run's branch on this connection, for a statement that reads or stamps it outside a
+    model's write: the start of every test's query (the adapter's lakehouse__get_test_sql) and
+    a model whose rendering reads its branch. On the embedded targets the shared session's
+    setting already holds it (wap_begin); on a Thrift server each connection is a Spark
+    session of its own. Models, seeds and snapshots need no hook: the adapter's
+    pre_model_hook sets the branch and readies their table (impl.py). -#}
+{% macro wap_session() %}
+    {%- if not execute or not wap_requested() or wap_active_branch() is not none -%}{{ return('') }}{%- endif -%}
+    {%- set branch = adapter.wap_branch() or _wap_run_branch() -%}
+    {%- if branch is not none -%}
+        {%- do run_query('set spark.wap.branch = ' ~ branch) -%}
     {%- endif -%}
     {{ return('') }}
 {% endmacro %}
 
 {#- Whether `node` writes an Iceberg table that write-audit-publish keeps on the run's branch:
-    a model materialized as a table or incremental, a snapshot, a seed. -#}
+    a model materialized as a table or incremental, a snapshot, a seed (the adapter's
+    write_audit_publish.writes_table). -#}
 {% macro wap_writes_table(node) %}
-    {{ return(node.resource_type in ['model', 'snapshot', 'seed'] and node.config.get('file_format') == 'iceberg'
-        and node.config.get('materialized') in ['table', 'incremental', 'snapshot', 'seed']) }}
+    {{ return(adapter.wap_writes_table(node)) }}
 {% endmacro %}
 
 {#- The branch of the run this invocation holds the lock for, or none (no lock table, or
