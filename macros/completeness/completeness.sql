@@ -34,10 +34,11 @@
         {{ return('') }}
     {%- endif -%}
     {%- set through = candidates | min -%}
-    {%- if through == completeness_of(this) -%}{{ return('') }}{%- endif -%}
-    {#- a write-audit-publish run stamps its branch: published with the data it describes -#}
-    {%- do run_query("select reflect('lakehouse.SnapshotSummary', 'stamp', '" ~ this ~ "', '"
-        ~ completeness_key() ~ "', '" ~ through ~ "', '" ~ (wap_active_branch() or 'main') ~ "') from values (1)") -%}
+    {#- a write-audit-publish run stamps its branch: published with the data it describes; one
+        call reads the stamp and stamps only when the watermark moved -#}
+    {%- set stamped = run_query("select reflect('lakehouse.SnapshotSummary', 'stampIfMoved', '" ~ this ~ "', '"
+        ~ completeness_key() ~ "', '" ~ through ~ "', '" ~ (wap_active_branch() or 'main') ~ "') from values (1)").rows[0][0] -%}
+    {%- if stamped == 'unchanged' -%}{{ return('') }}{%- endif -%}
     {{ log(this ~ ": complete through " ~ through, info=true) }}
     {{ return('') }}
 {% endmacro %}

@@ -10,6 +10,7 @@
     run's load are cached: typed_rows). The schema-drift view ods_landing__undeclared_fields
     reads these few rows, not ODS. -#}
 {%- set sources = declared_landed_sources() %}
+{%- set new_loads = loaded_since_last_run() %}  {#- one watermark read, for every source #}
 
 {%- for landed in sources %}
     {%- set declared = _quoted(landed_field_names(landed.source_name, landed.table_name)) %}
@@ -22,7 +23,7 @@
         lateral view explode(
             array_union(array_except(array({{ declared }}), _absent_fields), _undeclared_fields)
         ) carried as field_name
-    where {{ loaded_since_last_run() }}
+    where {{ new_loads }}
     group by field_name, _load_id
     {{ 'union all' if not loop.last }}
 {%- endfor %}

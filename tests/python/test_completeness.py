@@ -25,6 +25,7 @@ SEED = 53
 SCALE = Scale(users=100, videos=30, events_per_batch=500, batches=3, min_changes_per_batch=4)
 DWD = f"{PREFIX}dwd.dwd_client__events"
 DWS = f"{PREFIX}dws.dws_user__daily"
+STAMPED = "summary['lakehouse.complete-through'] is not null"
 
 
 class Gated:
@@ -131,3 +132,27 @@ def test_a_completeness_upstream_the_model_does_not_read_fails_naming_it(dbt, tm
     run = dbt(["run", "--project-dir", str(project)], expect_success=False)
     assert not run.success
     assert "completeness upstream 'complete_upstream' is not a model it reads" in run.log
+
+
+def test_a_write_that_leaves_the_watermark_where_it_was_stamps_nothing(gated):
+    """A backfill of a published day writes DWS again, but its upstream's watermark, and so
+    its own, stays: the stamp is not committed a second time (an empty snapshot a run)."""
+
+    def stamps() -> int:
+        query = f"select count(*) from {DWS}.snapshots where {STAMPED}"
+        return gated.spark.sql(query).first()[0]
+
+    before, through = stamps(), gated.watermark(DWS)
+    run = gated.dbt(
+        "run", "--select", "dws_user__daily",
+        "--event-time-start", "2026-01-01", "--event-time-end", "2026-01-02",
+    )  # fmt: skip
+    assert run.success, run.log[-2000:]
+    head = gated.spark.sql(
+        f"select operation, summary['added-data-files'] from {DWS}.snapshots "
+        "order by committed_at desc limit 1"
+    ).first()
+    # the head is the day written again, no empty snapshot repeating the stamp after it
+    assert head[0] == "overwrite" and int(head[1]) > 0, head
+    assert gated.watermark(DWS) == through
+    assert stamps() == before

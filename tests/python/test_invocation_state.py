@@ -5,8 +5,9 @@ never reads what another resolved (no Spark; under a second)."""
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
-from dbt.adapters.lakehouse.invocation_state import CachedRows, InvocationStates
+from dbt.adapters.lakehouse.invocation_state import CachedRows, HeldLock, InvocationStates
 from scripts.spark_config import PROJECT_DIR
 
 
@@ -33,3 +34,11 @@ def test_no_macro_passes_values_through_a_dict_keyed_by_strings():
         for match in pattern.finditer(path.read_text())
     ]
     assert found == []
+
+
+def test_the_noted_run_lock_counts_only_while_its_lease_lasts():
+    """current_load_id uses the load id acquire_run_lock noted without reading the lock, but
+    only before the lease ends: after it, another run may have taken the lock over."""
+    lock = HeldLock(load_id=7, expires_at=datetime(2026, 12, 7, 3, 0, 0))
+    assert lock.lasts(datetime(2026, 12, 7, 2, 59, 59))
+    assert not lock.lasts(datetime(2026, 12, 7, 3, 0, 0))

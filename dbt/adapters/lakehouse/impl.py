@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +17,16 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import CompilationError
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.lakehouse import maintenance, retention, write_audit_publish
+from dbt.adapters.lakehouse import maintenance, retention, statements, write_audit_publish
 from dbt.adapters.lakehouse.connections import LakehouseConnectionManager
-from dbt.adapters.lakehouse.invocation_state import CachedRows, InvocationState, InvocationStates
+from dbt.adapters.lakehouse.invocation_state import (
+    CachedRows,
+    HeldLock,
+    InvocationState,
+    InvocationStates,
+)
 
 logger = AdapterLogger("lakehouse")
-
-# Statements that read and leave every table's columns as they were.
-READS = re.compile(r"\s*(select|describe|desc|show|set)\b", re.IGNORECASE)
 
 
 class LakehouseAdapter(SparkAdapter):
@@ -36,8 +39,13 @@ class LakehouseAdapter(SparkAdapter):
         self._columns = threading.local()  # per thread: {(node, relation): columns}
 
     def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
-        if not READS.match(sql):
+        changed = statements.changed_relation(sql)
+        if changed == statements.EVERY_RELATION:
             self._columns.known = {}
+        elif changed is not None:
+            known = self._columns.__dict__.get("known", {})
+            for key in [k for k in known if statements.identifier(k[2]) == changed]:
+                del known[key]
         return super().execute(sql, *args, **kwargs)
 
     def get_columns_in_relation(self, relation: Any) -> list[Any]:
@@ -45,10 +53,12 @@ class LakehouseAdapter(SparkAdapter):
         An incremental model asked it three times for its own table (the schema-change check,
         the insert's column list, ...): about 30 statements of a scheduled build. The answer is
         kept for the node that asked (the invocation, the thread and its connection's name:
-        an in-process runner may keep the adapter across commands) and forgotten at
-        that thread's next statement that is not a read (`alter table ... add columns`,
-        `create or replace`, an insert), so a node never sees columns older than its own
-        last write."""
+        an in-process runner may keep the adapter across commands) and forgotten at that
+        thread's next statement that may change the relation (`alter table ... add columns`,
+        `create or replace`, an insert: statements.changed_relation; a statement it cannot
+        read forgets every answer), so a node never sees columns older than its own last
+        write. A statement on another relation (a landing table's new partitions, the
+        model's temporary view) keeps the answer."""
         known = self._columns.__dict__.setdefault("known", {})
         key = (get_invocation_id(), self._node_name(), str(relation))
         if key not in known:
@@ -278,6 +288,25 @@ class LakehouseAdapter(SparkAdapter):
 
     def _state(self) -> InvocationState:
         return self._invocations.of(get_invocation_id())
+
+    @available
+    def note_run_lock(self, load_id: int | None, expires_at: str | None) -> str:
+        """acquire_run_lock: this invocation holds the run lock, with `load_id`, until
+        `expires_at` (UTC, as lakehouse.RunLock writes it); release_run_lock: (none, none)."""
+        state = self._state()
+        if load_id is None or not expires_at:
+            state.run_lock = None
+        else:
+            state.run_lock = HeldLock(int(load_id), datetime.fromisoformat(str(expires_at)))
+        return ""
+
+    @available
+    def held_load_id(self) -> int | None:
+        """The load id of the run lock this invocation holds, while its lease lasts (no
+        statement: current_load_id); None otherwise, and current_load_id reads the lock."""
+        lock = self._state().run_lock
+        now = datetime.now(UTC).replace(tzinfo=None)
+        return lock.load_id if lock is not None and lock.lasts(now) else None
 
     @available
     def note_wap_branch(self, branch: str | None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 
@@ -23,6 +24,19 @@ class CachedRows:
     load_id: int
 
 
+@dataclass(frozen=True)
+class HeldLock:
+    """The run lock as this invocation took it: the load id it handed out and when its lease
+    ends (UTC). Another run can take the lock over only once the lease ended (or this process
+    died), so until then the load id needs no read of the lock table."""
+
+    load_id: int
+    expires_at: datetime
+
+    def lasts(self, now: datetime) -> bool:
+        return now < self.expires_at
+
+
 @dataclass
 class InvocationState:
     # ops.wap_runs, the write-audit-publish run records: the highest load id of a published
@@ -31,6 +45,8 @@ class InvocationState:
     last_tested_load: int | None = None
     # the branch this run writes on (wap_begin), None when write-audit-publish is off
     wap_branch: str | None = None
+    # the run lock as acquire_run_lock took it, None before or once released
+    run_lock: HeldLock | None = None
     run_records_ready: bool = False
     # upstream (its ref as rendered) -> its rows of this run's load, cached
     cached_rows: dict[str, CachedRows] = field(default_factory=dict)

@@ -40,6 +40,20 @@ public final class SnapshotSummary {
     return String.valueOf(head(iceberg, branch).snapshotId());
   }
 
+  /**
+   * Stamps key=value on `branch` unless the newest stamp of `key` on its lineage (as {@link
+   * TableState#stamped} reads it) already says `value`: one call where a read and a stamp took
+   * two. Returns the id of the new snapshot carrying it, or {@code unchanged}.
+   */
+  public static String stampIfMoved(String table, String key, String value, String branch)
+      throws Exception {
+    String stamped = TableState.stamped(table, key, branch);
+    if (!stamped.isEmpty() && value.equals(stamped.split("\t", -1)[0])) {
+      return "unchanged";
+    }
+    return stamp(table, key, value, branch);
+  }
+
   private static Snapshot head(Table table, String branch) {
     SnapshotRef ref = table.refs().get(branch);
     return ref == null ? table.currentSnapshot() : table.snapshot(ref.snapshotId());

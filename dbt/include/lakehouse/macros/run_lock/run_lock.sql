@@ -53,6 +53,7 @@
     {%- if previous -%}
         {%- do wap_record_abandoned(previous, previous.why ~ " holding the run lock; taken over by invocation " ~ invocation_id) -%}
     {%- endif -%}
+    {%- do adapter.note_run_lock(held.load_id, held.expires_at) -%}  {#- for current_load_id -#}
     {{ log("run lock: held by this run (invocation " ~ invocation_id ~ "), load id " ~ held.load_id, info=true) }}
 {% endmacro %}
 
@@ -75,6 +76,7 @@
         {%- endif -%}
     {%- endif -%}
     {%- set released = _run_lock_call("'release', '" ~ lock ~ "', '" ~ owner ~ "'") -%}
+    {%- if owner == invocation_id -%}{%- do adapter.note_run_lock(none, none) -%}{%- endif -%}
     {%- if released.missing -%}{{ return('') }}{%- endif -%}
     {%- if not released.released -%}  {#- another holder took it over, or it was free -#}
         {{ log("run lock: not held by invocation " ~ owner ~ ", nothing released (holder: "
@@ -90,10 +92,15 @@
     {%- endif -%}
 {% endmacro %}
 
-{#- The load id of this run, as a literal: what ODS stamps on every row it writes -#}
+{#- The load id of this run, as a literal: what ODS stamps on every row it writes. Noted by
+    acquire_run_lock while its lease lasts (no other run can take the lock over before it
+    ends: adapter.held_load_id); after that, read from the lock, which this run must still
+    hold. -#}
 {% macro current_load_id() %}
     {%- if not execute or model.resource_type == 'unit_test' -%}{{ return('cast(null as bigint)') }}{%- endif -%}
     {%- if not run_takes_lock() -%}{{ return('cast(null as bigint)') }}{%- endif -%}
+    {%- set noted = adapter.held_load_id() -%}
+    {%- if noted is not none -%}{{ return(noted) }}{%- endif -%}
     {%- set held = _run_lock_state() -%}
     {%- if held.holder != invocation_id -%}
         {{ exceptions.raise_compiler_error("current_load_id: this run does not hold the run lock (holder: " ~ held.holder ~ ")") }}
