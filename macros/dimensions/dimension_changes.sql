@@ -22,7 +22,7 @@
 {%- set image = dimension_image_columns(key, columns) -%}
 {%- set base = changelog_base(state) -%}
 {%- set touched -%}
-    {{ key }} in (select {{ key }} from {{ typed_rows(changes) }} where _load_id > {{ base.checked }})
+    {{ key }} in (select {{ key }} from {{ typed_rows(changes, after=base.checked) }} where _load_id > {{ base.checked }})
 {%- endset %}
 with before as (
     {%- if base.relation == 'ancestor' %}

@@ -13,6 +13,7 @@
       columns   the state's attribute columns, as the checked model names them -#}
 {% macro dimension_state(changes, key, columns) %}
 {%- set keys = [key] if key is string else key -%}
+{%- set after = load_watermark(target_column='_checked_load_id') -%}
 with new_changes as (
     select
         {{ keys | join(',\n        ') }},
@@ -28,11 +29,11 @@ with new_changes as (
         _loaded_at,
         _load_id as _checked_load_id,
         false as _is_current_state
-    from {{ typed_rows(changes) }}  -- this run's load parsed once
+    from {{ typed_rows(changes, after=after) }}  -- this run's load parsed once
     where
         reject_reason is null
         and op != '-U'  -- before-images carry no new state
-        and {{ loaded_since_last_run(target_column='_checked_load_id') }}
+        and {{ loaded_since_last_run(target_column='_checked_load_id', watermark=after) }}
 ),
 
 candidates as (

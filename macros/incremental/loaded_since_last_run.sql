@@ -6,22 +6,19 @@
     On a first build: every row. `target_column` names the watermark in this model when it
     differs; `target_filter` narrows it (one watermark per source in a shared table);
     `at_least`: a load id the watermark is at least (the load a reader recorded having read a
-    source through: checked_through.sql). -#}
-{% macro loaded_since_last_run(column='_load_id', target_column=none, target_filter=none, at_least=0) %}
+    source through: checked_through.sql); `watermark`: load_watermark's answer, already read. -#}
+{% macro loaded_since_last_run(column='_load_id', target_column=none, target_filter=none, at_least=0, watermark=none) %}
     {%- if not is_incremental() -%}
         true
     {%- else -%}
-        {%- set watermark_sql -%}
-            select coalesce(max({{ target_column or column }}), 0) from {{ this }}
-            {%- if target_filter %} where {{ target_filter }}{% endif %}
-        {%- endset -%}
-        {%- if execute and model.resource_type != 'unit_test' -%}
-            {%- set watermark = run_query(watermark_sql).columns[0].values()[0] -%}
-            {%- set watermark = [watermark, at_least] | max -%}
+        {%- set watermark = watermark if watermark is not none
+            else load_watermark(column, target_column, target_filter, at_least) -%}
+        {%- if watermark is not none -%}
             {{ column }} > {{ watermark }}
         {%- else -%}
             {#- unit tests give `this` as a fixture: read it inline -#}
-            {{ column }} > ({{ watermark_sql }})
+            {{ column }} > (select coalesce(max({{ target_column or column }}), 0) from {{ this }}
+            {%- if target_filter %} where {{ target_filter }}{% endif %})
         {%- endif -%}
     {%- endif -%}
 {% endmacro %}

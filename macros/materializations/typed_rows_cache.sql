@@ -1,9 +1,9 @@
 {#- The materialization of dwd_landing__typed_rows (macros/typed_rows/typed_rows.sql): no
     table, only Spark's cache. For each declared landing source, the SQL of its typed model
-    (typed_landing_rows: the macro that model renders), filtered to this run's load, becomes a
-    global temporary view, cached at once. Spark's cache never matches a plan holding a CTE,
-    so a typed SQL that has one is not cached: a warning names it and its readers parse the
-    lines themselves, as they do for a source whose typed model is not the one call of a known
+    (typed_landing_rows: the macro that model renders), filtered to this run's load, is cached
+    at once (adapter.cache_rows). Spark's cache never matches a plan holding a CTE, so a typed
+    SQL that has one is not cached: a warning names it and its readers parse the lines
+    themselves, as they do for a source whose typed model is not the one call of a known
     macro (typed_landing_rows). -#}
 {% materialization typed_rows_cache, adapter='spark' -%}
   {{ run_hooks(pre_hooks) }}{#- the run's branch on this connection (write-audit-publish) -#}
@@ -19,23 +19,20 @@
         {{ log("warning: " ~ source.typed ~ " is not cached for this run's readers: its SQL has a CTE,"
             ~ " which Spark's cache never matches (write subqueries instead)", info=true) }}
       {%- else -%}
-        {%- do planned.append([source.typed, typed_sql]) -%}
+        {%- do planned.append([source.typed, typed_sql, ref(source.ods)]) -%}
       {%- endif -%}
     {%- endfor -%}
   {%- endif -%}
   {%- if planned -%}
     {%- set load_id = current_load_id() -%}
-    {%- for name, typed_sql in planned -%}
-      {%- set cache = 'global_temp.' ~ this.schema ~ '__' ~ name ~ '__this_run' -%}
-      {%- call statement('view_' ~ name) -%}
-        create or replace global temporary view {{ cache.split('.')[1] }} as
-        select * from ({{ typed_sql }}) where _load_id >= {{ load_id }}
-      {%- endcall -%}
-      {%- call statement('main' if loop.last else 'cache_' ~ name) -%}
-        cache table {{ cache }}
-      {%- endcall -%}
-      {%- do adapter.note_cached_rows('__dbt__cte__' ~ name, cache, load_id) -%}
+    {%- for name, typed_sql, ods in planned -%}
+      {%- set cache = adapter.cache_rows(this.schema ~ '__' ~ name ~ '__this_run',
+          'select * from (' ~ typed_sql ~ ') where _load_id >= ' ~ load_id) -%}
+      {#- ODS holding no earlier load (a first build): the cache holds every row -#}
+      {%- set earliest = run_query('select min(_load_id) from ' ~ ods).columns[0].values()[0] -%}
+      {%- do adapter.note_cached_rows('__dbt__cte__' ~ name, cache, load_id, earliest) -%}
     {%- endfor -%}
+    {%- do store_result('main', response='OK') -%}
   {%- else -%}
     {%- call statement('main') -%}select 1{%- endcall -%}
   {%- endif -%}

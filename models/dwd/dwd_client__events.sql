@@ -15,10 +15,11 @@
     the quarantine as duplicate_event_id; a re-delivered record never gets this far). -#}
 {%- set backfill = model_backfill() %}
 {%- set typed = ref('dwd_client__events_checked') %}
-{%- set checked = typed_rows(typed) %}
+{%- set after = none if backfill else load_watermark() %}
+{%- set checked = typed_rows(typed, after=after) %}
 {#- a backfill recomputes the loads this model has processed; later ones are the schedule's
     (taking them here would move the watermark past their other days) -#}
-{%- set loads = processed_loads() if backfill else loaded_since_last_run() %}
+{%- set loads = processed_loads() if backfill else loaded_since_last_run(watermark=after) %}
 {%- set window = none if backfill else new_events_window(ref('ods_client__events'), loads, typed=typed) %}
 {#- every copy is ranked, so a first delivery outside a backfill's range still wins -#}
 {%- set in_range = backfill_filter(backfill, 'first_deliveries.event_at') if backfill else 'true' %}

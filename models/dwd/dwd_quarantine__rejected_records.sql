@@ -18,12 +18,13 @@
 with
 {%- for landed in sources %}
     {%- set this_source = "source_table = '" ~ landed.source_table ~ "'" %}
-    {%- set new_loads = loaded_since_last_run(
+    {%- set after = load_watermark(
         target_filter=this_source, at_least=checked.get(landed.source_table, 0)
     ) %}
+    {%- set new_loads = loaded_since_last_run(target_filter=this_source, watermark=after) %}
 
     {{ landed.source_table }}_new as (
-        select * from {{ typed_rows(ref(landed.typed)) }}
+        select * from {{ typed_rows(ref(landed.typed), after=after) }}
         where {{ new_loads }}
     ),
     {%- if landed.accepted_in %}

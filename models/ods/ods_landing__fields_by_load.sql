@@ -10,7 +10,8 @@
     run's load are cached: typed_rows). The schema-drift view ods_landing__undeclared_fields
     reads these few rows, not ODS. -#}
 {%- set sources = declared_landed_sources() %}
-{%- set new_loads = loaded_since_last_run() %}  {#- one watermark read, for every source #}
+{%- set after = load_watermark() %}  {#- one watermark read, for every source #}
+{%- set new_loads = loaded_since_last_run(watermark=after) %}
 
 {%- for landed in sources %}
     {%- set declared = _quoted(landed_field_names(landed.source_name, landed.table_name)) %}
@@ -19,7 +20,7 @@
         field_name,
         _load_id,
         count(*) as line_count
-    from {{ typed_rows(ref(landed.typed)) }}
+    from {{ typed_rows(ref(landed.typed), after=after) }}
         lateral view explode(
             array_union(array_except(array({{ declared }}), _absent_fields), _undeclared_fields)
         ) carried as field_name

@@ -143,17 +143,22 @@ def test_a_scheduled_run_parses_each_new_line_once(spark, warehouse):
             current[0] = started[1]
             for typed, _, reader in sources.values():
                 if current[0] == reader:
-                    cache = f"global_temp.{dwd}__{typed}__this_run"
+                    cache = f"{dwd}__{typed}__this_run"  # the session's: it is dbt's
                     cached[typed] = spark.sql(f"select count(*) from {cache}").first()[0]
 
-        warehouse.dbt("run", "--threads", "1", on_message=attribute)
+        run = warehouse.dbt("run", "--threads", "1", on_message=attribute)
         per_model[current[0]] = scans.take()
+    compiled = {r.node.name: r.node.compiled_code for r in run.result.results}
     for source, (typed, _, reader) in sources.items():
         ods = f"{PREFIX}ods.{source}"
         new_lines = spark.sql(f"select count(*) from {ods} where _load_id > {loaded[source]}")
         assert cached[typed] == new_lines.first()[0] > 0, (typed, cached)
         for model in (reader, "dwd_quarantine__rejected_records", "ods_landing__fields_by_load"):
             assert per_model[model][f"spark_catalog.{ods}"] == 0, (source, model, per_model[model])
+            # up to date, the reader reads the cache alone: not the typed model below the
+            # load, which Spark would analyze again to find nothing (typed_rows' `after`)
+            assert f"from __dbt__cte__{typed} where _load_id <" not in compiled[model], model
+    assert not spark.sql("show views like '*__this_run'").collect()
     assert not spark.sql("show views in global_temp like '*__this_run'").collect()
 
 

@@ -42,3 +42,14 @@ def test_the_noted_run_lock_counts_only_while_its_lease_lasts():
     lock = HeldLock(load_id=7, expires_at=datetime(2026, 12, 7, 3, 0, 0))
     assert lock.lasts(datetime(2026, 12, 7, 2, 59, 59))
     assert not lock.lasts(datetime(2026, 12, 7, 3, 0, 0))
+
+
+def test_a_reader_reads_the_cache_alone_only_when_it_holds_all_the_reader_reads():
+    """typed_rows reads the cache of load 8 alone when the reader reads the loads above 7 or
+    later, or when ODS held no earlier load; a reader of older loads (a reader behind, a full
+    refresh) reads the typed model below the load too."""
+    cached = CachedRows("dwd__typed__this_run", 8)
+    assert cached.covers(7) and cached.covers(8)
+    assert not cached.covers(6) and not cached.covers(None) and not cached.covers(0)
+    first_build = CachedRows("dwd__typed__this_run", 8, every_load=True)
+    assert first_build.covers(None) and first_build.covers(0)

@@ -17,11 +17,18 @@ from typing import Any
 
 @dataclass(frozen=True)
 class CachedRows:
-    """An upstream model's rows of this run's load, cached for its readers: `relation`, a
-    global temporary view in Spark's cache, holds its rows whose `_load_id` >= `load_id`."""
+    """An upstream model's rows of this run's load, cached for its readers: `relation`, a view
+    in Spark's cache, holds its rows whose `_load_id` >= `load_id`; `every_load`: ODS held no
+    earlier load when the cache was made (a first build), so the cache holds every row."""
 
     relation: str
     load_id: int
+    every_load: bool = False
+
+    def covers(self, after: int | None) -> bool:
+        """Whether a reader of the loads above `after` (None: of every load) finds all its
+        rows in the cache, and need not read the upstream below this run's load."""
+        return self.every_load or (after is not None and int(after) + 1 >= self.load_id)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,16 @@
+{#- The highest load id this model has processed (of its rows matching `target_filter`, in
+    `target_column`), at least `at_least`: the number loaded_since_last_run compares with.
+    None when every row is new (a first build, a full refresh), outside execution and in a
+    unit test (its `this` is a fixture, read inline). A model that also reads a typed model's
+    cache passes it to typed_rows(after=...) and to loaded_since_last_run(watermark=...):
+    one statement for both. -#}
+{% macro load_watermark(column='_load_id', target_column=none, target_filter=none, at_least=0) %}
+    {%- if not is_incremental() or not execute or model.resource_type == 'unit_test' -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set watermark_sql -%}
+        select coalesce(max({{ target_column or column }}), 0) from {{ this }}
+        {%- if target_filter %} where {{ target_filter }}{% endif %}
+    {%- endset -%}
+    {{ return([run_query(watermark_sql).columns[0].values()[0], at_least] | max) }}
+{% endmacro %}
