@@ -8,9 +8,12 @@
     {%- if not is_incremental() or not execute or model.resource_type == 'unit_test' -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set watermark_sql -%}
-        select coalesce(max({{ target_column or column }}), 0) from {{ this }}
-        {%- if target_filter %} where {{ target_filter }}{% endif %}
-    {%- endset -%}
-    {{ return([run_query(watermark_sql).columns[0].values()[0], at_least] | max) }}
+    {%- set watermark = run_query(_load_watermark_sql(column, target_column, target_filter)) -%}
+    {{ return([watermark.columns[0].values()[0], at_least] | max) }}
 {% endmacro %}
+
+{#- The query of that watermark (without `at_least`) -#}
+{% macro _load_watermark_sql(column, target_column, target_filter) -%}
+    select coalesce(max({{ target_column or column }}), 0) from {{ this }}
+    {%- if target_filter %} where {{ target_filter }}{% endif %}
+{%- endmacro %}

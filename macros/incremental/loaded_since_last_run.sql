@@ -17,8 +17,7 @@
             {{ column }} > {{ watermark }}
         {%- else -%}
             {#- unit tests give `this` as a fixture: read it inline -#}
-            {{ column }} > (select coalesce(max({{ target_column or column }}), 0) from {{ this }}
-            {%- if target_filter %} where {{ target_filter }}{% endif %})
+            {{ column }} > ({{ _load_watermark_sql(column, target_column, target_filter) }})
         {%- endif -%}
     {%- endif -%}
 {% endmacro %}

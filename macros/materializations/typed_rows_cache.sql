@@ -28,7 +28,9 @@
     {%- for name, typed_sql, ods in planned -%}
       {%- set cache = adapter.cache_rows(this.schema ~ '__' ~ name ~ '__this_run',
           'select * from (' ~ typed_sql ~ ') where _load_id >= ' ~ load_id) -%}
-      {#- ODS holding no earlier load (a first build): the cache holds every row -#}
+      {#- ODS holding no earlier load (a first build): the cache holds every row. Iceberg
+          answers the min from its files' statistics (aggregate push-down: no data file read;
+          ODS is append-only, so no delete file turns it off) -#}
       {%- set earliest = run_query('select min(_load_id) from ' ~ ods).columns[0].values()[0] -%}
       {%- do adapter.note_cached_rows('__dbt__cte__' ~ name, cache, load_id, earliest) -%}
     {%- endfor -%}
