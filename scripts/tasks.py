@@ -9,6 +9,8 @@ lint   sqlfluff lint, ruff check and the conventions gate (scripts/conventions.p
 dbt    any dbt command, in-process, on a SparkSession configured by scripts.spark_config;
        with --target cluster, through the Thrift server of `lakehouse-cluster start` instead
        (no local SparkSession; the server reads the same landing folder as the local target)
+dev-server  keep dbt and the target's Spark session warm in one process (scripts/dev_server.py)
+dev    any dbt command, run in the dev server: `lakehouse dev run -s my_model`
 """
 
 from __future__ import annotations
@@ -220,6 +222,11 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("class-archive", help="record the JVM class archive (a faster start)")
     dbt = sub.add_parser("dbt", help="run a dbt command in-process")
     dbt.add_argument("--target", default="local", choices=["local", "ci", "s3", "cluster"])
+    for name, what in (("dev-server", "keep dbt and a Spark session warm"),
+                       ("dev", "run a dbt command in the dev server")):  # fmt: skip
+        sub.add_parser(name, help=what).add_argument(
+            "--target", default="local", choices=["local", "ci", "s3"]
+        )
     args, rest = parser.parse_known_args(argv)
 
     if args.command == "lint":
@@ -228,6 +235,10 @@ def main(argv: list[str] | None = None) -> int:
         from scripts.test_times import main as test_times
 
         return test_times(rest)
+    if args.command == "dev":  # a client: no JVM, no dbt import here
+        from scripts.dev_server import run_command, state_file
+
+        return run_command(state_file(args.target), rest)
     if args.command == "dbt" and args.target == "cluster":
         return run_dbt("cluster", rest)  # no JVM here: the cluster already runs one
     ensure_java()
@@ -243,6 +254,10 @@ def main(argv: list[str] | None = None) -> int:
         return run_dbt("local", ["build"])
     if args.command == "test":
         return test()
+    if args.command == "dev-server":
+        from scripts.dev_server import serve
+
+        return serve(args.target)
     return run_dbt(args.target, rest)
 
 

@@ -19,6 +19,8 @@
       byte, splits over the cores)
   b13 cold start: a new process (a session, a plain dbt build) with the JVM class archive
       vs without it
+  b14 the modeller's loop: `dbt run|compile|show -s` one model, cold and in the dev server,
+      vs a fresh process running the model's statement
 
 Each writes <out>/<name>.json, <out>/<name>.md, <out>/<name>.png and appends to
 <out>/summary.md; <out> defaults to docs/results (committed). Spark runs
@@ -46,7 +48,7 @@ from scripts.bench.common import SIZES, BenchContext, BenchResult, fmt
 from scripts.cli import parser_from_doc
 from scripts.spark_config import PROJECT_DIR
 
-NAMES = ("b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "b10", "b11", "b12", "b13")
+NAMES = ("b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "b10", "b11", "b12", "b13", "b14")
 
 
 def runner(name: str) -> Callable[[BenchContext], BenchResult]:
@@ -65,6 +67,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         b11_object_store,
         b12_large_file,
         b13_cold_start,
+        b14_inner_loop,
     )
 
     return {
@@ -81,6 +84,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         "b11": b11_object_store.run,
         "b12": b12_large_file.run,
         "b13": b13_cold_start.run,
+        "b14": b14_inner_loop.run,
     }[name]
 
 
@@ -110,7 +114,7 @@ def session(data_dir: Path, target: str) -> SparkSession:
 
 def main(argv: list[str] | None = None) -> int:
     parser = parser_from_doc("bench", __doc__)
-    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b13")
+    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b14")
     parser.add_argument("--size", choices=SIZES, default="full")
     parser.add_argument("--smoke", action="store_true", help="same as --size smoke --repeats 1")
     parser.add_argument("--repeats", type=int, help="repeats per measurement (default 3)")
