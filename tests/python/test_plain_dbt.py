@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -27,6 +28,7 @@ import pytest
 from plain_dbt import DBT, PlainDbt, main_table, ok, table_refs
 from scratch_project import copy_project
 
+from dbt.adapters.lakehouse.connections import SESSION_BESIDE_PARSE
 from scripts.generate_landing import main as generate_landing
 from scripts.spark_config import PROJECT_DIR
 
@@ -61,6 +63,11 @@ def test_build_on_a_fresh_data_folder(plain_dbt: PlainDbt):
     # the session was the project's: warehouse and metastore under the fresh data folder
     assert (plain_dbt.data / "metastore" / "metastore_db").is_dir()
     assert any((plain_dbt.data / "warehouse").rglob("*.parquet"))
+    # and its JVM started while dbt parsed the project, not after
+    log = (plain_dbt.data / "logs" / "dbt.log").read_text().splitlines()
+    beside = [i for i, line in enumerate(log) if SESSION_BESIDE_PARSE in line]
+    parsed = next(i for i, line in enumerate(log) if re.search(r"Found \d+ models", line))
+    assert beside and beside[0] < parsed, "the session did not start beside the parse"
 
 
 def table_folder(warehouse: Path, table: str) -> Path:

@@ -5,19 +5,22 @@
   under the data folder, the metastore's lock tables) before dbt-spark's session method
   reuses it through `SparkSession.builder.getOrCreate()`. A missing piece (no Java, no Iceberg
   runtime jar) stops dbt at once with the command to run. Without a `data_dir` the session
-  is dbt-spark's own, started from `server_side_parameters`.
+  is dbt-spark's own, started from `server_side_parameters`. For a command that runs SQL the
+  start begins when dbt loads the adapter, beside the project's parse.
 - `method: thrift` (the `cluster` target): results are read through a cursor that takes
   Spark 3.5's empty results (see EmptyResultsPyhiveWrapper).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
+from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.connections import (
     PyhiveConnectionWrapper,
     SparkConnectionManager,
@@ -28,6 +31,8 @@ from dbt.adapters.spark.connections import (
 from dbt.adapters.lakehouse.embedded import EmbeddedTarget
 from dbt.adapters.lakehouse.thrift_results import fetchall
 
+logger = AdapterLogger("lakehouse")
+SESSION_BESIDE_PARSE = "the session starts beside the project's parse"
 SETUP_HINT = "run `make setup` in the project folder (it installs the pinned dependencies)"
 
 
@@ -134,19 +139,70 @@ _applied_settings: dict[str, Any] = {}
 
 _session_started = threading.Event()
 _session_starting = threading.Lock()
+_early_start_failed: list[Exception] = []  # what the start beside the parse raised
+
+# dbt's commands that run SQL (`WHICH`: `docs generate` is "generate", `source freshness`
+# "freshness"); the others (ls, parse, deps, debug, clean, docs serve) never start a session.
+RUNS_SQL = frozenset({"build", "run", "test", "seed", "snapshot", "compile", "show",
+                      "run-operation", "generate", "freshness", "retry", "clone"})  # fmt: skip
 
 
-def start_embedded_session(credentials: LakehouseCredentials) -> None:
+def start_embedded_session(credentials: LakehouseCredentials, early: bool = False) -> None:
     """The SparkSession of the embedded target dbt runs. dbt's worker threads open their first
     connections at once: one starts the session and prepares the metastore (lock tables,
     dead processes' locks) while the others wait, so none runs a statement on a metastore
-    half prepared."""
+    half prepared. A start that failed beside the parse (`early`) is raised by the first
+    connection, as a start there would have raised it; a later one tries again."""
     if _session_started.is_set():
         return
     with _session_starting:
-        if not _session_started.is_set():
+        if _early_start_failed:
+            raise _early_start_failed.pop()
+        if _session_started.is_set():
+            return
+        try:
             _start_embedded_session(credentials)
-            _session_started.set()
+        except Exception as error:
+            if not early:
+                raise
+            _early_start_failed.append(error)
+            return
+        _session_started.set()
+
+
+def is_the_dbt_command() -> bool:
+    """Whether this process is the `dbt` command (its console script).
+    A library may build the adapter only to read metadata in its own process (dagster-dbt
+    does, with a command's flags): a session started there would hold the embedded
+    metastore, which admits one process, and the dbt process it runs would fail to open it."""
+    return bool(sys.argv) and Path(sys.argv[0]).name == "dbt"
+
+
+def start_session_beside_parse(credentials: LakehouseCredentials) -> None:
+    """Start an embedded target's session in a thread of its own as soon as dbt has loaded
+    the adapter: the JVM's start (seconds) then runs while dbt parses the project, instead of
+    after it, and the first connection waits for what is left of it. Only for a command that
+    runs SQL, in the `dbt` command's own process. The process settings are made here, before
+    the thread starts: dbt reads the environment while it parses."""
+    if credentials.method != SparkConnectionMethod.SESSION or not credentials.data_dir:
+        return
+    if not is_the_dbt_command():
+        return
+    from dbt.flags import get_flags
+
+    if _session_started.is_set() or getattr(get_flags(), "WHICH", None) not in RUNS_SQL:
+        return
+    from dbt.adapters.lakehouse.embedded_session import prepare_process
+
+    try:
+        prepare_process()
+    except RuntimeError:
+        return  # no Java runtime: the first connection says which to install
+    logger.debug(SESSION_BESIDE_PARSE)
+    threading.Thread(
+        target=start_embedded_session, args=(credentials, True), name="lakehouse-session",
+        daemon=True,
+    ).start()  # fmt: skip
 
 
 def project_dir() -> Path:

@@ -14,14 +14,20 @@ from dbt.adapters.lakehouse.embedded import EmbeddedTarget, spark_conf
 from dbt.adapters.lakehouse.java_runtime import export_java_home
 
 
-def start_session(target: EmbeddedTarget) -> SparkSession:
-    """The SparkSession dbt-spark's `session` method will reuse (it calls getOrCreate)."""
+def prepare_process() -> None:
+    """The process settings a session needs (the Java runtime, the driver's address, UTC).
+    Raises RuntimeError, saying what to install, when there is no Java runtime."""
     export_java_home()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # PySpark turns timestamps into naive datetimes in the process's zone: make it UTC,
     # like the session, so Python-side comparisons see the stored values.
     os.environ["TZ"] = "UTC"
     time.tzset()
+
+
+def start_session(target: EmbeddedTarget) -> SparkSession:
+    """The SparkSession dbt-spark's `session` method will reuse (it calls getOrCreate)."""
+    prepare_process()
     paths = target.paths
     if target.catalog_type == "rest":  # its services answer, or the run stops here naming the fix
         from dbt.adapters.lakehouse.object_store import check_before_session

@@ -18,7 +18,10 @@ from dbt_common.exceptions import CompilationError
 from dbt_common.invocation import get_invocation_id
 
 from dbt.adapters.lakehouse import maintenance, retention, statements, write_audit_publish
-from dbt.adapters.lakehouse.connections import LakehouseConnectionManager
+from dbt.adapters.lakehouse.connections import (
+    LakehouseConnectionManager,
+    start_session_beside_parse,
+)
 from dbt.adapters.lakehouse.invocation_state import (
     CachedRows,
     HeldLock,
@@ -34,6 +37,7 @@ class LakehouseAdapter(SparkAdapter):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        start_session_beside_parse(self.config.credentials)
         self._recomputed_days: dict[str, list[str] | None] = {}
         self._invocations = InvocationStates()
         self._columns = threading.local()  # per thread: {(node, relation): columns}
