@@ -31,11 +31,11 @@ from scripts.bench.common import (
     write_result,
 )
 from scripts.bench.dbt_workload import SEED
-from scripts.bench.process_tree import run_measured
+from scripts.bench.process_tree import data_folder_env, run_measured
 from scripts.bench.warehouse_side import load_average
 from scripts.class_archive import build as record_class_archive
 from scripts.generate_landing import LandingGenerator, Scale
-from scripts.spark_config import PROJECT_DIR, environment_without_project_settings
+from scripts.spark_config import PROJECT_DIR
 
 SIDES = ("with the archive", "without")
 FIRST_STATEMENTS = """
@@ -67,9 +67,7 @@ def cases(size: str) -> list[Case]:
 
 
 def environment_for(data: Path, side: str) -> dict[str, str]:
-    own = environment_without_project_settings()
-    own.update(LAKEHOUSE_DATA_DIR=str(data), DBT_TARGET_PATH=str(data / "target"),
-               DBT_LOG_PATH=str(data / "logs"), PYTHONPATH=str(PROJECT_DIR))  # fmt: skip
+    own = data_folder_env(data)
     if side == "without":
         own[DISABLE_ENV] = "off"
     return own

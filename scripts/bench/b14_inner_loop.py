@@ -34,11 +34,11 @@ from scripts.bench.common import (
     write_result,
 )
 from scripts.bench.dbt_workload import SEED
-from scripts.bench.process_tree import run_measured
-from scripts.bench.warehouse_side import load_average
+from scripts.bench.process_tree import data_folder_env, run_measured
+from scripts.bench.warehouse_side import land_batches, load_average
 from scripts.class_archive import build as record_class_archive
 from scripts.generate_landing import LandingGenerator, Scale
-from scripts.spark_config import PROJECT_DIR, environment_without_project_settings
+from scripts.spark_config import PROJECT_DIR
 
 MODEL = "dws_video__daily"
 COMPILED = Path("target/compiled/lakehouse/models/dws") / f"{MODEL}.sql"
@@ -62,13 +62,6 @@ SHARED_YARDSTICK = PROJECT_DIR.parent / "shared" / "yardstick.py"
 YARDSTICK = SHARED_YARDSTICK if SHARED_YARDSTICK.is_file() else PROJECT_DIR / ".ci" / "yardstick.py"
 
 
-def environment_for(data: Path) -> dict[str, str]:
-    own = environment_without_project_settings()
-    own.update(LAKEHOUSE_DATA_DIR=str(data), DBT_TARGET_PATH=str(data / "target"),
-               DBT_LOG_PATH=str(data / "logs"), PYTHONPATH=str(PROJECT_DIR))  # fmt: skip
-    return own
-
-
 def executable(name: str) -> str:
     return str(Path(sys.executable).parent / name)
 
@@ -85,7 +78,7 @@ class Warehouse:
 
     def __init__(self, ctx: BenchContext, root: Path) -> None:
         self.ctx, self.root, self.data = ctx, root, root / "data"
-        self.env = environment_for(self.data)
+        self.env = data_folder_env(self.data)
         self.runs = 0
 
     def process(self, argv: list[str], what: str) -> float:
@@ -100,10 +93,7 @@ class Warehouse:
         store = self.root / "store"
         LandingGenerator(store, SEED, scale).run(log=lambda _: None)
         for batch in range(1, scale.batches + 1):
-            for folder in (store / "landing").glob(f"*/batch={batch:06d}"):
-                target = self.data / "landing" / folder.parent.name / folder.name
-                shutil.copytree(folder, target)
-                os.utime(target)  # landed now: copytree kept the folder's older time
+            land_batches(store, self.data / "landing", range(batch, batch + 1))
             seconds = self.process(self.dbt("build"), f"build-{batch}")
             self.ctx.log(f"b14 build of batch {batch}: {seconds:.0f}s")
         self.process(self.dbt("compile", "-s", MODEL), "compile-for-the-floor")

@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from scripts.spark_config import PROJECT_DIR, environment_without_project_settings
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 SAMPLE_EVERY_S = 0.1
 
@@ -52,6 +54,15 @@ def tree_rss(root: int) -> int:
         program = executable(pid)
         pending += [child for child in children(pid) if executable(child) != program]
     return total
+
+
+def data_folder_env(data: Path) -> dict[str, str]:
+    """The environment of a project command run as a process of its own on data folder
+    `data`: its dbt target/ and logs/ there too, this checkout's adapter first on the path."""
+    own = environment_without_project_settings()
+    own.update(LAKEHOUSE_DATA_DIR=str(data), DBT_TARGET_PATH=str(data / "target"),
+               DBT_LOG_PATH=str(data / "logs"), PYTHONPATH=str(PROJECT_DIR))  # fmt: skip
+    return own
 
 
 def run_measured(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> Measured:

@@ -53,6 +53,22 @@ def restore(spark: Any, recorded: dict[str, int]) -> None:
         rollback(spark, table, snapshot)
 
 
+def land_batches(store: Path, live: Path, batches: range, landed_ago_s: float = 0) -> None:
+    """Copy `batches` of a store of generated batches into the landing zone `live`;
+    `landed_ago_s` dates their folders back (a history landed long ago: a run lists only the
+    folders changed since its last load)."""
+    for source in SOURCES:
+        for batch in batches:
+            target = live / source / f"batch={batch:06d}"
+            if not target.exists():
+                shutil.copytree(store / "landing" / source / target.name, target)
+                # copytree keeps the store's times: date the folder as landed now (or
+                # `landed_ago_s` ago), or a store older than the listing margin would
+                # hide a new batch from the run's listing of changed folders
+                then = time.time() - landed_ago_s
+                os.utime(target, (then, then))
+
+
 class WarehouseSide:
     """`history`: the batches loaded before the measured one; `schemas`: the layers whose
     tables are rolled back (the side's prefix is prepended)."""
@@ -73,18 +89,7 @@ class WarehouseSide:
         self.snapshots: dict[str, int] = {}
 
     def land(self, store: Path, batches: range, landed_ago_s: float = 0) -> None:
-        """Copy `batches` into the landing zone; `landed_ago_s` dates their folders back (a
-        history landed long ago: a run lists only the folders changed since its last load)."""
-        for source in SOURCES:
-            for batch in batches:
-                target = self.live / source / f"batch={batch:06d}"
-                if not target.exists():
-                    shutil.copytree(store / "landing" / source / target.name, target)
-                    # copytree keeps the store's times: date the folder as landed now (or
-                    # `landed_ago_s` ago), or a store older than the listing margin would
-                    # hide a new batch from the run's listing of changed folders
-                    then = time.time() - landed_ago_s
-                    os.utime(target, (then, then))
+        land_batches(store, self.live, batches, landed_ago_s)
 
     def dbt(
         self,
