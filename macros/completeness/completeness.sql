@@ -15,30 +15,37 @@
     Several columns or upstreams: the minimum over them. -#}
 
 {#- Post-hook: stamp this model's watermark into its snapshot summary when it moved. Spark 3.5
-    SQL cannot set a summary property, so a Java helper commits an empty append carrying it;
+    SQL cannot set a summary property, so a Java helper (SnapshotSummary.stampLowest) commits
+    an empty append carrying it;
     `from values (1)` makes Spark evaluate the call on the driver (dbt/include/lakehouse/java/lakehouse/). -#}
 {% macro record_completeness() %}
     {%- set spec = config.get('completeness') -%}
     {%- if not execute or not spec or model.resource_type != 'model' -%}{{ return('') }}{%- endif -%}
-    {%- set candidates = [] -%}
+    {%- set known = [] -%}
     {%- for column in spec.get('arrival_columns', []) -%}
         {%- set newest = run_query('select cast(max(' ~ column ~ ') - make_interval(0, 0, 0, 0, '
             ~ completeness_allowance_hours() ~ ') as string) from ' ~ this).columns[0].values()[0] -%}
-        {%- do candidates.append(newest) -%}
+        {%- do known.append(newest) -%}
     {%- endfor -%}
+    {%- set upstreams = [] -%}
     {%- for upstream in completeness_upstreams(spec.get('upstreams', [])) -%}
-        {%- do candidates.append(completeness_of(ref(upstream))) -%}
+        {%- do upstreams.append(ref(upstream) | string) -%}
     {%- endfor -%}
-    {%- if not candidates or none in candidates -%}
+    {#- one call reads the upstreams' stamps, takes the lowest of them and the arrivals, and
+        stamps it only when the watermark moved; a write-audit-publish run stamps its branch:
+        published with the data it describes -#}
+    {%- set stamped = '' -%}
+    {%- if (known or upstreams) and none not in known -%}
+        {%- set stamped = run_query("select reflect('lakehouse.SnapshotSummary', 'stampLowest', '" ~ this ~ "', '"
+            ~ completeness_key() ~ "', '" ~ known | join('|') ~ "', '" ~ upstreams | join(',') ~ "', '"
+            ~ (wap_active_branch() or 'main') ~ "') from values (1)").rows[0][0] -%}
+    {%- endif -%}
+    {%- if not stamped -%}
         {{ log(this ~ ": not complete through any time yet (a source has no watermark)", info=true) }}
         {{ return('') }}
     {%- endif -%}
-    {%- set through = candidates | min -%}
-    {#- a write-audit-publish run stamps its branch: published with the data it describes; one
-        call reads the stamp and stamps only when the watermark moved -#}
-    {%- set stamped = run_query("select reflect('lakehouse.SnapshotSummary', 'stampIfMoved', '" ~ this ~ "', '"
-        ~ completeness_key() ~ "', '" ~ through ~ "', '" ~ (wap_active_branch() or 'main') ~ "') from values (1)").rows[0][0] -%}
-    {%- if stamped == 'unchanged' -%}{{ return('') }}{%- endif -%}
+    {%- set through, outcome = stamped.split('\t') -%}
+    {%- if outcome == 'unchanged' -%}{{ return('') }}{%- endif -%}
     {{ log(this ~ ": complete through " ~ through, info=true) }}
     {{ return('') }}
 {% endmacro %}

@@ -138,17 +138,24 @@ from images
     {%- endif -%}
     {%- do wap_session() -%}  {#- a Thrift connection: the run's branch before it renders -#}
     {%- set branch = wap_active_branch() or 'main' -%}
-    {%- set recorded = {} -%}
+    {#- one call: what this changelog recorded last, and how the state's head relates to the
+        state's snapshot it names; a first build or a full refresh recorded nothing -#}
     {%- if is_incremental() -%}
-        {%- set stamped = run_query("select reflect('lakehouse.TableState', 'stamped', '" ~ this ~ "', '"
-            ~ changes_through_key() ~ "', '" ~ branch ~ "') from values (1)").rows[0][0] -%}
-        {%- for pair in stamped.split('\t')[0].split(',') if '=' in pair -%}
-            {%- set name, value = pair.split('=') -%}
-            {%- do recorded.update({name: value | int}) -%}
-        {%- endfor -%}
+        {%- set call = "'sinceStamped', '" ~ this ~ "', '" ~ changes_through_key() ~ "', '" ~ state -%}
+    {%- else -%}
+        {%- set call = "'since', '" ~ state ~ "', '" -%}
     {%- endif -%}
-    {%- set since = run_query("select reflect('lakehouse.TableState', 'since', '" ~ state ~ "', '"
-        ~ recorded.get('snapshot', '') ~ "', '" ~ branch ~ "', '" ~ rebuilt_key() ~ "') from values (1)").rows[0][0].split('\t') -%}
+    {%- set answer = run_query("select reflect('lakehouse.TableState', " ~ call ~ "', '" ~ branch ~ "', '"
+        ~ rebuilt_key() ~ "') from values (1)").rows[0][0].split('\t') -%}
+    {%- if not is_incremental() -%}
+        {%- set answer = [''] + answer -%}
+    {%- endif -%}
+    {%- set recorded = {} -%}
+    {%- for pair in answer[0].split(',') if '=' in pair -%}
+        {%- set name, value = pair.split('=') -%}
+        {%- do recorded.update({name: value | int}) -%}
+    {%- endfor -%}
+    {%- set since = answer[1:] -%}
     {%- set relation = since[1] -%}
     {%- if not is_incremental() -%}
         {%- set relation = 'first' -%}

@@ -12,6 +12,26 @@
     {{ return([watermark.columns[0].values()[0], at_least] | max) }}
 {% endmacro %}
 
+{#- load_watermark of several parts of this model in one statement: `target_filters` maps a
+    name to its rows' filter; returns {name: watermark (at least `at_least[name]`)}, or none
+    where load_watermark returns none. -#}
+{% macro load_watermarks(target_filters, at_least={}, column='_load_id') %}
+    {%- if not is_incremental() or not execute or model.resource_type == 'unit_test' -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set names, queries = [], [] -%}
+    {%- for name, target_filter in target_filters.items() -%}
+        {%- do names.append(name) -%}
+        {%- do queries.append('(' ~ _load_watermark_sql(column, none, target_filter) ~ ')') -%}
+    {%- endfor -%}
+    {%- set row = run_query('select ' ~ queries | join(', ')).rows[0] -%}
+    {%- set watermarks = {} -%}
+    {%- for name in names -%}
+        {%- do watermarks.update({name: [row[loop.index0], at_least.get(name, 0)] | max}) -%}
+    {%- endfor -%}
+    {{ return(watermarks) }}
+{% endmacro %}
+
 {#- The query of that watermark (without `at_least`) -#}
 {% macro _load_watermark_sql(column, target_column, target_filter) -%}
     select coalesce(max({{ target_column or column }}), 0) from {{ this }}

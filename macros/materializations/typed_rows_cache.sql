@@ -25,14 +25,19 @@
   {%- endif -%}
   {%- if planned -%}
     {%- set load_id = current_load_id() -%}
+    {#- each ODS table's lowest load, all in one statement: ODS holding no earlier load (a
+        first build) means the cache holds every row. Iceberg answers each min from its
+        files' statistics (aggregate push-down: no data file read; ODS is append-only, so no
+        delete file turns it off) -#}
+    {%- set lowest = [] -%}
+    {%- for name, typed_sql, ods in planned -%}
+      {%- do lowest.append('(select min(_load_id) from ' ~ ods ~ ')') -%}
+    {%- endfor -%}
+    {%- set earliest = run_query('select ' ~ lowest | join(', ')).rows[0] -%}
     {%- for name, typed_sql, ods in planned -%}
       {%- set cache = adapter.cache_rows(this.schema ~ '__' ~ name ~ '__this_run',
           'select * from (' ~ typed_sql ~ ') where _load_id >= ' ~ load_id) -%}
-      {#- ODS holding no earlier load (a first build): the cache holds every row. Iceberg
-          answers the min from its files' statistics (aggregate push-down: no data file read;
-          ODS is append-only, so no delete file turns it off) -#}
-      {%- set earliest = run_query('select min(_load_id) from ' ~ ods).columns[0].values()[0] -%}
-      {%- do adapter.note_cached_rows('__dbt__cte__' ~ name, cache, load_id, earliest) -%}
+      {%- do adapter.note_cached_rows('__dbt__cte__' ~ name, cache, load_id, earliest[loop.index0]) -%}
     {%- endfor -%}
     {%- do store_result('main', response='OK') -%}
   {%- else -%}

@@ -9,7 +9,12 @@
     load-id watermark: the higher of its rows' and the load it has read the source through
     (record_checked_through: a source with no reject is not read again). -#}
 {%- set sources = declared_landed_sources() %}
-{%- set checked = checked_through() %}
+{%- set filters = {} %}
+{%- for landed in sources %}
+    {%- do filters.update({landed.source_table: "source_table = '" ~ landed.source_table ~ "'"}) %}
+{%- endfor %}
+{#- every source's watermark in one statement -#}
+{%- set watermarks = load_watermarks(filters, at_least=checked_through()) %}
 {%- set columns = [
     'reject_reason', 'kafka_partition', 'kafka_offset', 'raw_record',
     '_source_file', '_source_line', '_batch_id', '_load_id', '_loaded_at',
@@ -17,11 +22,10 @@
 
 with
 {%- for landed in sources %}
-    {%- set this_source = "source_table = '" ~ landed.source_table ~ "'" %}
-    {%- set after = load_watermark(
-        target_filter=this_source, at_least=checked.get(landed.source_table, 0)
+    {%- set after = watermarks[landed.source_table] if watermarks is not none else none %}
+    {%- set new_loads = loaded_since_last_run(
+        target_filter=filters[landed.source_table], watermark=after
     ) %}
-    {%- set new_loads = loaded_since_last_run(target_filter=this_source, watermark=after) %}
 
     {{ landed.source_table }}_new as (
         select * from {{ typed_rows(ref(landed.typed), after=after) }}

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from dbt.adapters.lakehouse.statements import EVERY_RELATION, changed_relation
+from dbt.adapters.lakehouse.statements import (
+    EVERY_RELATION,
+    changed_relation,
+    redefined_relation,
+    table_properties,
+)
 
 CHANGES = [
     ("insert into table wap_ods.ods_client__events select * from t", "ods_client__events"),
@@ -53,3 +58,30 @@ def test_a_read_changes_nothing(sql):
 )
 def test_a_statement_it_cannot_read_may_change_every_relation(sql):
     assert changed_relation(sql) == EVERY_RELATION
+
+
+@pytest.mark.parametrize(
+    ("sql", "relation"),
+    [
+        ("insert into table dwd.events select 1", None),  # rows, not the definition
+        ("merge into dwd.state as t using s on t.k = s.k when matched then delete", None),
+        ("delete from dwd.state where k = 1", None),
+        ("select * from dwd.state", None),
+        ("alter table dwd.state write ordered by k ASC NULLS LAST", "state"),
+        ("create or replace table dwd.state using iceberg as select 1", "state"),
+        ("call spark_catalog.system.rewrite_data_files('dwd.state')", EVERY_RELATION),
+    ],
+)
+def test_only_a_statement_that_may_redefine_a_table_forgets_its_properties(sql, relation):
+    assert redefined_relation(sql) == relation
+
+
+def test_table_properties_are_read_from_the_describe_row():
+    listed = (
+        "[current-snapshot-id=73,format=iceberg/parquet,sort-order=user_id ASC NULLS LAST,"
+        " video_id ASC NULLS LAST,write.distribution-mode=hash,write.wap.enabled=true]"
+    )
+    properties = table_properties(listed)
+    assert properties["sort-order"] == "user_id ASC NULLS LAST, video_id ASC NULLS LAST"
+    assert properties["write.distribution-mode"] == "hash"
+    assert properties["format"] == "iceberg/parquet" and len(properties) == 5

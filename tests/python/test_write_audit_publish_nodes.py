@@ -45,9 +45,13 @@ def test_a_node_is_kept_on_the_branch_when_it_writes_an_iceberg_table(
     assert writes_table({"resource_type": resource_type, "config": config}) is kept_on_branch
 
 
-def test_the_prepare_statement_names_the_table_and_the_branch():
-    sql = prepare_branch_sql("shop.orders", "wap_7")
+def test_one_statement_readies_every_table_for_the_branch():
+    sql = prepare_branch_sql(["shop.orders", "shop.customers"], "wap_7")
+    assert sql.count("select ") == 1 and sql.endswith("from values (1)")
     assert "'lakehouse.TableState', 'prepareBranch', 'shop.orders', 'wap_7'" in sql
+    assert "'lakehouse.TableState', 'prepareBranch', 'shop.customers', 'wap_7'" in sql
+    with pytest.raises(ValueError, match="no table"):
+        prepare_branch_sql([], "wap_7")
 
 
 def test_another_project_adopts_the_platform_in_at_most_15_lines():

@@ -43,14 +43,20 @@ class LakehouseAdapter(SparkAdapter):
         self._columns = threading.local()  # per thread: {(node, relation): columns}
 
     def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
-        changed = statements.changed_relation(sql)
+        self._forget(self._columns, "known", statements.changed_relation(sql))
+        self._forget(self._columns, "properties", statements.redefined_relation(sql))
+        return super().execute(sql, *args, **kwargs)
+
+    @staticmethod
+    def _forget(kept: threading.local, name: str, changed: str | None) -> None:
+        """Drop the answers in `kept.<name>` about the relation `changed` (every one for
+        EVERY_RELATION, none for None)."""
         if changed == statements.EVERY_RELATION:
-            self._columns.known = {}
+            setattr(kept, name, {})
         elif changed is not None:
-            known = self._columns.__dict__.get("known", {})
+            known = kept.__dict__.get(name, {})
             for key in [k for k in known if statements.identifier(k[2]) == changed]:
                 del known[key]
-        return super().execute(sql, *args, **kwargs)
 
     def get_columns_in_relation(self, relation: Any) -> list[Any]:
         """dbt-spark's `describe extended`, asked once per node until the node changes a table.
@@ -68,6 +74,27 @@ class LakehouseAdapter(SparkAdapter):
         if key not in known:
             known[key] = super().get_columns_in_relation(relation)
         return list(known[key])
+
+    def parse_describe_extended(self, relation: Any, raw_rows: Any) -> list[Any]:
+        """dbt-spark's parse, and the table's properties from the same answer kept for the
+        node (described_properties): Iceberg lists its sort order (`sort-order`) among them."""
+        columns = super().parse_describe_extended(relation, raw_rows)
+        listed = next(
+            (row[1] for row in raw_rows if str(row[0]).strip() == "Table Properties"), None
+        )
+        kept = self._columns.__dict__.setdefault("properties", {})
+        key = (get_invocation_id(), self._node_name(), str(relation))
+        kept[key] = statements.table_properties(listed) if listed else {}
+        return columns
+
+    @available
+    def described_properties(self, relation: Any) -> dict[str, str] | None:
+        """The table properties of `relation` in this node's last `describe extended` of it,
+        while no statement of the node may have changed its definition; None otherwise (not
+        described, or redefined since: ask the table)."""
+        kept = self._columns.__dict__.get("properties", {})
+        found = kept.get((get_invocation_id(), self._node_name(), str(relation)))
+        return dict(found) if found is not None else None
 
     def _node_name(self) -> str:
         connection = self.connections.get_if_exists()
@@ -351,24 +378,47 @@ class LakehouseAdapter(SparkAdapter):
         (write_audit_publish.writes_table)."""
         return write_audit_publish.writes_table(node)
 
+    @available
+    def prepare_branch_tables(self, nodes: list[Any], branch: str) -> str:
+        """wap_begin: ready every existing table that `nodes` (the run's selected nodes, as in
+        dbt's `graph`) write on the run's `branch`, in one statement
+        (write_audit_publish.prepare_branch_sql), before the first of them runs. Tables made
+        inside the run are created on the branch and need nothing."""
+        tables = []
+        for node in nodes:
+            if not write_audit_publish.writes_table(node):
+                continue
+            name = node.get("alias") or node.get("name")
+            relation = self.get_relation(node.get("database"), node.get("schema"), name)
+            if relation is not None and not relation.is_view and str(relation) not in tables:
+                tables.append(str(relation))
+        if tables:
+            self._ready_for_branch(tables, branch)
+        return ""
+
+    def _ready_for_branch(self, tables: list[str], branch: str) -> None:
+        sql = write_audit_publish.prepare_branch_sql(tables, branch)
+        _, prepared = self.execute(sql, fetch=True)
+        for table, outcome in zip(tables, prepared.rows[0], strict=True):
+            if "wap-enabled" in str(outcome):
+                logger.info(f"{table}: write.wap.enabled set (write-audit-publish)")
+        self._state().branch_ready.update(tables)
+
     def pre_model_hook(self, config: Any) -> None:
         """Before a model, seed or snapshot writes its Iceberg table in a write-audit-publish
         run, with no hook of the project's: a Thrift connection (a Spark session of its own)
-        is pointed at the run's branch, and an existing table is readied for the branch
-        (write_audit_publish.prepare_branch_sql; the embedded session's setting was set once
-        by wap_begin). dbt calls this on the node's connection, tests included."""
+        is pointed at the run's branch, and an existing table that wap_begin did not ready
+        (prepare_branch_tables) is readied now (the embedded session's setting was set once by
+        wap_begin). dbt calls this on the node's connection, tests included."""
         node, branch = getattr(config, "model", None), self._state().wap_branch
         if node is None or branch is None or not write_audit_publish.writes_table(node):
             return None
         if self.config.credentials.method != SparkConnectionMethod.SESSION:
             self.execute(f"set spark.wap.branch = {branch}")
         relation = self.get_relation(node.database, node.schema, node.alias or node.name)
-        if relation is None or relation.is_view:
+        if relation is None or relation.is_view or str(relation) in self._state().branch_ready:
             return None
-        sql = write_audit_publish.prepare_branch_sql(str(relation), branch)
-        _, prepared = self.execute(sql, fetch=True)
-        if "wap-enabled" in str(prepared.rows[0][0]):
-            logger.info(f"{relation}: write.wap.enabled set (write-audit-publish)")
+        self._ready_for_branch([str(relation)], branch)
         return None
 
     @available

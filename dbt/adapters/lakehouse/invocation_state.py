@@ -52,6 +52,8 @@ class InvocationState:
     last_tested_load: int | None = None
     # the branch this run writes on (wap_begin), None when write-audit-publish is off
     wap_branch: str | None = None
+    # the tables readied for that branch (write.wap.enabled, the branch created from main)
+    branch_ready: set[str] = field(default_factory=set)
     # the run lock as acquire_run_lock took it, None before or once released
     run_lock: HeldLock | None = None
     run_records_ready: bool = False

@@ -1,5 +1,7 @@
 package lakehouse;
 
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.SnapshotRef;
@@ -52,6 +54,42 @@ public final class SnapshotSummary {
       return "unchanged";
     }
     return stamp(table, key, value, branch);
+  }
+
+  /**
+   * Stamps on `table` the lowest of `known` (values already read, separated by {@code |}, or
+   * empty) and of the newest `key` stamp of each table in `upstreams` (comma separated, read
+   * as {@link TableState#stamped} reads them on `branch`), unless it already says that: a
+   * model whose watermark is the oldest of its upstreams' in one call. Returns {@code
+   * <value>\t<id of the new snapshot, or unchanged>}, or an empty string when an upstream has
+   * no stamp (nothing is stamped: the model is not complete through any time yet).
+   */
+  public static String stampLowest(
+      String table, String key, String known, String upstreams, String branch) throws Exception {
+    String lowest = null;
+    List<String> candidates = new ArrayList<>();
+    for (String value : known.split("\\|")) {
+      if (!value.isEmpty()) {
+        candidates.add(value);
+      }
+    }
+    for (String upstream : upstreams.split(",")) {
+      if (upstream.isEmpty()) {
+        continue;
+      }
+      String stamped = TableState.stamped(upstream, key, branch);
+      if (stamped.isEmpty()) {
+        return "";
+      }
+      candidates.add(stamped.split("\t", -1)[0]);
+    }
+    for (String value : candidates) {
+      lowest = lowest == null || value.compareTo(lowest) < 0 ? value : lowest;
+    }
+    if (lowest == null) {
+      return "";
+    }
+    return lowest + "\t" + stampIfMoved(table, key, lowest, branch);
   }
 
   private static Snapshot head(Table table, String branch) {

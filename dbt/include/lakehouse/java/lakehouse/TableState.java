@@ -179,6 +179,26 @@ public final class TableState {
   }
 
   /**
+   * A changelog's base in one call: the newest {@code key} stamp on {@code changelog} (as
+   * {@link #stamped} reads it: {@code snapshot=<id>,checked=<load>,seq=<n>}) and how {@code
+   * state}'s head relates to the snapshot it names (as {@link #since} answers): {@code
+   * <stamp value>\t<head id>\t<relation>}, the stamp value empty when there is none.
+   */
+  public static String sinceStamped(
+      String changelog, String key, String state, String branch, String rebuiltKey)
+      throws Exception {
+    String stamped = stamped(changelog, key, branch);
+    String value = stamped.isEmpty() ? "" : stamped.split("\t", -1)[0];
+    String snapshotId = "";
+    for (String pair : value.split(",")) {
+      if (pair.startsWith("snapshot=")) {
+        snapshotId = pair.substring("snapshot=".length());
+      }
+    }
+    return value + "\t" + since(state, snapshotId, branch, rebuiltKey);
+  }
+
+  /**
    * Points the branch {@code name} at {@code snapshotId} (created, or moved there). A reader
    * of an older snapshot names it by such a branch: inside a write-audit-publish run Iceberg
    * reads the run's branch, and refuses {@code version as of <snapshot id>} beside it, but a

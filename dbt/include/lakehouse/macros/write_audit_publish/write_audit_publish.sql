@@ -22,8 +22,9 @@
 {#- The branch of this run: `wap_<load id>` (the run lock hands out the load id). -#}
 {% macro wap_branch_of(load_id) %}{{ return('wap_' ~ load_id) }}{% endmacro %}
 
-{#- on-run-start, after acquire_run_lock: point the session's writes at the run's branch, or
-    clear a branch a crashed in-process run left behind. -#}
+{#- on-run-start, after acquire_run_lock: point the session's writes at the run's branch and
+    ready the tables the run writes for it, or clear a branch a crashed in-process run left
+    behind. -#}
 {% macro wap_begin() %}
     {%- if not execute or not run_takes_lock() -%}{{ return('') }}{%- endif -%}
     {%- if not wap_requested() -%}
@@ -34,6 +35,9 @@
     {%- set branch = wap_branch_of(current_load_id()) -%}
     {%- do run_query('set spark.wap.branch = ' ~ branch) -%}
     {%- do adapter.note_wap_branch(branch) -%}  {#- for each writing node's pre_model_hook (impl.py) -#}
+    {#- every table the run will write, readied for the branch in one statement -#}
+    {%- set selected = graph.nodes.values() | selectattr('unique_id', 'in', selected_resources) | list -%}
+    {%- do adapter.prepare_branch_tables(selected, branch) -%}
     {%- do last_published_load() -%}  {#- read once here, not by the first tests at once -#}
     {{ log("write-audit-publish: this run writes on branch " ~ branch ~ "; readers of main see it once every model and error test passed", info=true) }}
     {{ return('') }}
