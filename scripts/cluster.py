@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from dbt.adapters.lakehouse.embedded import jvm_options
 from dbt.adapters.lakehouse.object_store import ServiceError
 from scripts.cli import parser_from_doc
 from scripts.spark_config import (
@@ -197,7 +198,8 @@ def _environment(cluster: ClusterSettings) -> dict[str, str]:
         "SPARK_PID_DIR": str(cluster.run),
         "SPARK_WORKER_DIR": str(cluster.run / "work"),
         "SPARK_DAEMON_MEMORY": "512m",
-        "SPARK_DAEMON_JAVA_OPTS": f"{cluster.marker} -Duser.timezone=UTC",
+        # the machine's JIT and collector (LAKEHOUSE_JIT, LAKEHOUSE_GC), as every JVM of a run
+        "SPARK_DAEMON_JAVA_OPTS": f"{cluster.marker} -Duser.timezone=UTC {jvm_options()}",
         "TZ": "UTC",
         "PYTHONPATH": str(PROJECT_DIR),
     }
@@ -461,6 +463,7 @@ def serve_metastore(cluster: ClusterSettings) -> None:
         cluster.marker,
         "-Xmx512m",
         "-Duser.timezone=UTC",
+        *jvm_options().split(),
         f"-Dderby.system.home={cluster.metastore}",
         f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG}",  # warnings and errors, to stderr
     ]

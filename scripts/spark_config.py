@@ -31,6 +31,7 @@ from dbt.adapters.lakehouse.embedded import (
     LOG4J_CONFIG,
     EmbeddedTarget,
     iceberg_catalog_conf,
+    jvm_options,
 )
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -201,7 +202,8 @@ def cluster_spark_conf(cluster: ClusterSettings) -> dict[str, str]:
     runtime = iceberg_runtime_jar()
     jars = [runtime, helper_jar(runtime), *s3a_jars(paths.root / "jars")]
     class_path = ":".join(map(str, jars))
-    java_options = f"{cluster.marker} -Duser.timezone=UTC"
+    # the machine's JIT and collector (LAKEHOUSE_JIT, LAKEHOUSE_GC), as every JVM of a run
+    java_options = f"{cluster.marker} -Duser.timezone=UTC {jvm_options()}"
     return {
         "spark.master": cluster.master_url,
         "spark.app.name": "lakehouse-thrift-server",

@@ -164,7 +164,12 @@ def commit() -> str:
 # Two workers, a file each at a time (conftest.py groups them). With C1 only
 # (LAKEHOUSE_JIT=quick) a build's JVM leaves the second core mostly idle, which the other
 # worker uses; the parallel collector (LAKEHOUSE_GC) spends less of both: see docs/testing.md.
-PYTEST_WORKERS = ["-n", os.environ.get("LAKEHOUSE_TEST_WORKERS", "2"), "--dist", "loadgroup"]
+# Groups are handed out in the order conftest.py sorts them (longest first), not by their
+# number of tests.
+PYTEST_WORKERS = [
+    "-n", os.environ.get("LAKEHOUSE_TEST_WORKERS", "2"), "--dist", "loadgroup",
+    "--no-loadscope-reorder",
+]  # fmt: skip
 
 
 def test() -> int:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from dbt.adapters.lakehouse.connections import EmptyResultsPyhiveWrapper
 from dbt.adapters.lakehouse.s3a_jars import JARS
 from dbt.include.lakehouse import PACKAGE_PATH
 from scripts.spark_config import (
@@ -236,6 +237,12 @@ def test_thrift_server_keeps_its_tables_in_the_rest_catalog_and_binds_loopback(
     assert conf["spark.driver.extraClassPath"] == conf["spark.executor.extraClassPath"]
     assert conf["spark.driver.bindAddress"] == "127.0.0.1"
     assert cluster.marker in conf["spark.executor.extraJavaOptions"]
+    # the server's JVMs compile and collect as the run's others do (LAKEHOUSE_JIT, _GC)
+    monkeypatch.setenv("LAKEHOUSE_JIT", "quick")
+    monkeypatch.setenv("LAKEHOUSE_GC", "parallel")
+    for side in ("driver", "executor"):
+        options = cluster_spark_conf(cluster)[f"spark.{side}.extraJavaOptions"].split()
+        assert {"-XX:TieredStopAtLevel=1", "-XX:+UseParallelGC"} <= set(options), side
     assert not [key for key in conf if "javax.jdo" in key or "metastore.uris" in key]
     assert "metastore_port" not in cluster.ports()  # the cluster runs no metastore
     # the metastore service that overlapping embedded runs share (test_exactly_once.py)
@@ -249,3 +256,12 @@ def test_thrift_server_keeps_its_tables_in_the_rest_catalog_and_binds_loopback(
     printed = capsys.readouterr().out
     assert "spark.sql.catalog.spark_catalog.credential=<from the environment>" in printed
     assert "the-secret-value" not in printed
+
+
+def test_a_thrift_statement_is_polled_within_milliseconds_then_less_often():
+    """dbt-spark waits the profile's `poll_interval` (whole seconds) between status polls;
+    the adapter's wrapper starts at 10 ms and doubles up to it, again for each statement."""
+    wrapper = EmptyResultsPyhiveWrapper(None, poll_interval=1)
+    waits = [wrapper.poll_interval for _ in range(9)]
+    assert waits == [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.0, 1.0]
+    assert EmptyResultsPyhiveWrapper(None, poll_interval=0).poll_interval == 0

@@ -84,7 +84,31 @@ class EmptyResultsPyhiveWrapper(PyhiveConnectionWrapper):
     """PyHive 0.7 fails to read the result of a statement without output (`create schema`,
     `refresh table`, ...) from Spark 3.5's Thrift server: its one placeholder column comes back
     as `columns=None`, and PyHive raises `'NoneType' object is not iterable` (apache/kyuubi
-    #7106, SPARK-48808). That result is empty, as Spark 3.3 sent it."""
+    #7106, SPARK-48808). That result is empty, as Spark 3.3 sent it.
+
+    It also asks a statement's status sooner. dbt-spark submits each statement, polls once
+    and then sleeps `poll_interval` between polls (a whole number of seconds in the profile,
+    at least 1): most statements of a build end within milliseconds, so most waited a second.
+    Here the waits start at FIRST_POLL_S and double up to the profile's `poll_interval`."""
+
+    FIRST_POLL_S = 0.01
+
+    @property
+    def poll_interval(self) -> float:
+        """The next wait between two status polls of the running statement (dbt-spark's loop
+        reads it once per wait): each one twice the last, up to the profile's interval."""
+        wait = self._next_poll_s
+        self._next_poll_s = min(wait * 2, self._longest_poll_s)
+        return wait
+
+    @poll_interval.setter
+    def poll_interval(self, seconds: float) -> None:
+        self._longest_poll_s = float(seconds)
+        self._next_poll_s = min(self.FIRST_POLL_S, self._longest_poll_s)
+
+    def execute(self, sql: str, bindings: list[Any] | None = None) -> None:
+        self._next_poll_s = min(self.FIRST_POLL_S, self._longest_poll_s)
+        super().execute(sql, bindings)
 
     def fetchall(self) -> list[Any]:
         assert self._cursor, "Cursor not available"
