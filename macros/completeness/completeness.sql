@@ -16,8 +16,8 @@
 
 {#- Post-hook: stamp this model's watermark into its snapshot summary when it moved. Spark 3.5
     SQL cannot set a summary property, so a Java helper (SnapshotSummary.stampLowest) commits
-    an empty append carrying it; `from values (1)` makes Spark evaluate the call on the
-    driver (dbt/include/lakehouse/java/lakehouse/). -#}
+    an empty append carrying it;
+    `from values (1)` makes Spark evaluate the call on the driver (dbt/include/lakehouse/java/lakehouse/). -#}
 {% macro record_completeness() %}
     {%- set spec = config.get('completeness') -%}
     {%- if not execute or not spec or model.resource_type != 'model' -%}{{ return('') }}{%- endif -%}

@@ -141,12 +141,14 @@ from images
     {#- one call: what this changelog recorded last, and how the state's head relates to the
         state's snapshot it names; a first build or a full refresh recorded nothing -#}
     {%- if is_incremental() -%}
-        {%- set answer = run_query("select reflect('lakehouse.TableState', 'sinceStamped', '" ~ this ~ "', '"
-            ~ changes_through_key() ~ "', '" ~ state ~ "', '" ~ branch ~ "', '" ~ rebuilt_key()
-            ~ "') from values (1)").rows[0][0].split('\t') -%}
+        {%- set call = "'sinceStamped', '" ~ this ~ "', '" ~ changes_through_key() ~ "', '" ~ state -%}
     {%- else -%}
-        {%- set answer = [''] + run_query("select reflect('lakehouse.TableState', 'since', '" ~ state ~ "', '', '"
-            ~ branch ~ "', '" ~ rebuilt_key() ~ "') from values (1)").rows[0][0].split('\t') -%}
+        {%- set call = "'since', '" ~ state ~ "', '" -%}
+    {%- endif -%}
+    {%- set answer = run_query("select reflect('lakehouse.TableState', " ~ call ~ "', '" ~ branch ~ "', '"
+        ~ rebuilt_key() ~ "') from values (1)").rows[0][0].split('\t') -%}
+    {%- if not is_incremental() -%}
+        {%- set answer = [''] + answer -%}
     {%- endif -%}
     {%- set recorded = {} -%}
     {%- for pair in answer[0].split(',') if '=' in pair -%}
