@@ -3,7 +3,8 @@
       - its name is visible (writers write under hidden names and rename when done),
       - its batch folder holds the completion marker `_SUCCESS` (Spark cannot list that name:
         lakehouse.LandingFolders asks Hadoop, see dbt/include/lakehouse/java/), and
-      - the ODS table holds no line of it yet (the ledger: ODS rows carry their file).
+      - the ODS table holds no line of it yet (the ledger: ODS rows carry their file), and
+        no retention expired its lines (the compact ledger, expired_load_ledger).
     Only the batch folders (`batch=<digits>`) changed since the last load's listing are
     listed: adding a file or the marker to a folder changes its modification time, so a file
     renamed into an old folder, or a marker written late, brings its folder back
@@ -62,6 +63,7 @@
         {%- do run_query('alter table ' ~ table ~ ' add if not exists ' ~ partitions | join(' ')) -%}
     {%- endfor -%}
     {%- set batch_list = "'" ~ complete.keys() | join("', '") ~ "'" -%}
+    {%- set expired = expired_load_ledger() if is_incremental() else none -%}
     {%- set query -%}
         select listed.path, listed.batch, listed.length
         from {{ listing }} as listed
@@ -71,6 +73,14 @@
             -- the changed folders' loads only: Iceberg skips files by their _batch_id bounds
             select loaded._source_file from {{ this }} as loaded
             where loaded._batch_id in ({{ batch_list }})
+            {%- if expired is not none %}
+            union all
+            -- and the files whose lines retention expired (the compact ledger)
+            select expired.source_file from {{ expired }} as expired
+            where
+                expired.ods_table = '{{ expired_load_ledger_key(this) }}'
+                and expired.batch_id in ({{ batch_list }})
+            {%- endif %}
         )
         {%- endif %}
         order by listed.path

@@ -4,11 +4,15 @@
     parsed below ODS (landed_record), so a field no model declares yet is still here.
     Only the source identity (Kafka partition and offset) is typed here, once, to mark a
     record delivered again: `_is_redelivery` when an earlier load, or an earlier file or line
-    of this load, holds the same identity (a connector restart re-sends offsets). -#}
+    of this load, holds the same identity (a connector restart re-sends offsets), or when
+    retention expired a line at or after its offset in its partition (the compact ledger:
+    Kafka hands out offsets in order, so it was delivered before, or is older than the
+    window; either way it is refused, never loaded as new). -#}
 {% macro ods_landed_lines(source_name, table_name) %}
 {%- set landing = source(source_name, table_name) -%}
 {%- set load = landing_files_to_load(source_name, table_name) -%}
 {%- set first_new_offsets = _first_new_offsets(landing, load) -%}
+{%- set expired = expired_load_ledger() if is_incremental() and load.files else none -%}
 with scanned as (
     {%- if load.files %}
     -- line by line, in splits of at most spark.sql.files.maxPartitionBytes spread over the
@@ -90,7 +94,15 @@ delivered_before as (
     -- cannot hold them, and Iceberg skips those files by their offset bounds
     select distinct _source_partition, _source_offset from {{ this }}
     where {{ _offsets_from(first_new_offsets) }}
-){% endif %}
+){% if expired is not none %},
+
+expired_through as (
+    -- per partition, the highest offset among the lines retention expired (the compact
+    -- ledger): a line at or below it was delivered before, or is older than the window
+    select source_partition, max(through_offset) as through_offset from {{ expired }}
+    where ods_table = '{{ expired_load_ledger_key(this) }}' and source_partition is not null
+    group by source_partition
+){% endif %}{% endif %}
 
 select
     identified._raw_line,
@@ -107,6 +119,7 @@ select
         and (
             identified.delivery_rank > 1
             {%- if is_incremental() %} or delivered_before._source_offset is not null{% endif %}
+            {%- if expired is not none %} or identified._source_offset <= expired_through.through_offset{% endif %}
         ),
         false
     ) as _is_redelivery,
@@ -120,6 +133,10 @@ left join delivered_before
     on
         identified._source_partition = delivered_before._source_partition
         and identified._source_offset = delivered_before._source_offset
+{%- endif %}
+{%- if expired is not none %}
+left join expired_through
+    on identified._source_partition = expired_through.source_partition
 {%- endif %}
 {%- endmacro %}
 

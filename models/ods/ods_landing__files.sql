@@ -3,7 +3,8 @@
 
 {#- The load ledger, readable: every file in the landing zone and every file ODS loaded, one
     row each, with its state:
-      loaded              in ODS (its lines, load id and batch);
+      loaded              in ODS (its lines, load id and batch), or in the compact ledger
+                          once retention expired its lines (expired_load_ledger);
       waiting_for_marker  its batch folder has no _SUCCESS yet: not loaded, not half-loaded;
       abandoned           still waiting after var landing_abandoned_after_hours: a writer died;
       not_loaded_yet      complete but not in ODS: the next run loads it;
@@ -11,6 +12,7 @@
       gone_after_load     loaded, no longer in the landing zone (retention).
     A view: it reads the landing listing and ODS when queried, nothing is stored. -#}
 {%- set sources = declared_landed_sources() %}
+{%- set expired = expired_load_ledger() if execute else none %}
 
 with listed as (
     {%- for landed in sources %}
@@ -36,6 +38,23 @@ loaded as (
             count(*) as line_count
         from {{ ref(landed.ods) }}
         group by _source_file
+        {%- if expired is not none %}
+        union all
+        -- the files whose lines retention expired: loaded, as the compact ledger says
+        select
+            '{{ landed.source_table }}' as source_table,
+            source_file as file_path,
+            min(file_size) as file_size,
+            min(file_modified_at) as file_modified_at,
+            min(batch_id) as batch_id,
+            min(load_id) as load_id,
+            sum(line_count) as line_count
+        from {{ expired }}
+        where
+            ods_table = '{{ expired_load_ledger_key(ref(landed.ods)) }}'
+            and source_file not in (select _source_file from {{ ref(landed.ods) }})
+        group by source_file
+        {%- endif %}
         {{ 'union all' if not loop.last }}
     {%- endfor %}
 ),

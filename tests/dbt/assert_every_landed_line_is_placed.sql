@@ -11,6 +11,9 @@
     (since_last_publish), every other invocation every line. -#}
 {%- set sources = declared_landed_sources() %}
 {%- set untested = since_last_publish('_load_id') %}
+{#- a file whose ODS lines retention expired (the compact ledger) is reconciled no more: its
+    accepted and rejected rows outlive the lines they came from -#}
+{%- set expired = expired_load_ledger() if execute else none %}
 
 with
 {%- for landed in sources %}
@@ -54,6 +57,16 @@ with
         group by _source_file, _source_line
     ),
 
+    {{ landed.source_table }}_expired as (
+        {%- if expired is not none %}
+            select source_file from {{ expired }}
+            where ods_table = '{{ expired_load_ledger_key(ref(landed.ods)) }}'
+        {%- else %}
+            select cast(null as string) as source_file
+            where false
+        {%- endif %}
+    ),
+
     {{ landed.source_table }}_unplaced as (
         select
             '{{ landed.source_table }}' as source_table,
@@ -64,7 +77,11 @@ with
         from {{ landed.source_table }}_landed as ods
         full outer join {{ landed.source_table }}_placements as placed
             on ods._source_file = placed._source_file and ods._source_line = placed._source_line
-        where ods._source_line is null or coalesce(placed.placements, 0) != 1
+        where
+            (ods._source_line is null or coalesce(placed.placements, 0) != 1)
+            and coalesce(ods._source_file, placed._source_file) not in (
+                select expired.source_file from {{ landed.source_table }}_expired as expired
+            )
     ){{ ',' if not loop.last }}
 {%- endfor %}
 

@@ -10,7 +10,9 @@ One warehouse (var schema_prefix) is fed in order:
   3. batches 3 and 4 landed by a writer thread with seeded random pauses while a run loads;
   4. batch 5 by a writer process killed after its first file: reported, never half-loaded;
   5. a connector restart re-delivering a range of offsets, late, into batch 2's folder;
-  6. the killed writer rerun, then one build: everything above reconciles.
+  6. the killed writer rerun, then one build: everything above reconciles;
+  7. batch 1's ODS lines expired by retention, then re-sent into its folder: never loaded
+     again (the compact ledger).
 Two builds overlapping in separate processes on one catalog (a metastore service) close it.
 """
 
@@ -70,8 +72,9 @@ class Warehouse:
         scale = Scale(**{**SCALE.__dict__, "batches": batches})
         LandingGenerator(self.root, SEED, scale, after_file=after_file).run(log=lambda _: None)
 
-    def dbt(self, args: list[str], on_message=None):
-        return self._dbt([*args, "--vars", self.vars], landing=self.landing, on_message=on_message)
+    def dbt(self, args: list[str], on_message=None, **variables):
+        variables = json.dumps({**json.loads(self.vars), **variables}) if variables else self.vars
+        return self._dbt([*args, "--vars", variables], landing=self.landing, on_message=on_message)
 
     def ods_lines_of_batch(self, spark, batch: int, sources: list[str] | None = None) -> int:
         return sum(
@@ -239,6 +242,106 @@ def test_a_file_changed_after_its_load_is_named_in_the_ledger_warning(warehouse)
     file = f"{changed.parent.name}/{changed.name}"
     named = [line for line in run.log.splitlines() if file in line]
     assert named and "appdb_videos" in named[0] and "is changed_after_load: " in named[0], named
+
+
+# -- ODS lines expired by retention: the compact ledger -----------------------------------------
+
+EXPIRED_BATCH = "000001"  # aged past the rule below
+ODS_RETENTION = {"column": "_loaded_at", "keep_days": 35}
+RESENT_AFTER_EXPIRY = {"client_events": 25, "appdb_users": 3}  # records of batch 1, sent again
+RESENT_FILE = "part-resent-after-expiry.jsonl"
+
+
+def identified(line: str) -> tuple[int, int] | None:
+    """A landed line's Kafka partition and offset, none when it carries no such identity."""
+    try:
+        record = json.loads(line)
+        return int(record["_kafka_partition"]), int(record["_kafka_offset"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def highest_offsets(files: list[Path]) -> dict[int, int]:
+    """{partition: highest offset} among the records of these landed files."""
+    highest: dict[int, int] = {}
+    for file in files:
+        for partition, offset in filter(None, map(identified, split_lines(file.read_text()))):
+            highest[partition] = max(highest.get(partition, offset), offset)
+    return highest
+
+
+def short_path(path: str) -> str:
+    return "/".join(str(path).rsplit("/", 2)[-2:])  # batch=<id>/<file>, whatever the scheme
+
+
+def test_lines_expired_by_retention_are_never_loaded_again(spark, warehouse):
+    """ODS keeps its lines 35 days by when they were loaded. Batch 1 is aged 40 days (its
+    `_loaded_at` moved back: the clock, not the data) and the nightly's retention removes its
+    lines, recording their files and Kafka positions in the compact ledger first. Then a
+    connector restart re-sends records of batch 1 into batch 1's folder, which brings the
+    folder back to the listing: its old files stay loaded (the ledger holds them) and the
+    re-sent records are refused as delivered before, never loaded as new."""
+    ods = {source: f"{PREFIX}ods.{model}" for source, model in SOURCES.items()}
+    expired = f"_batch_id = '{EXPIRED_BATCH}'"
+    for table in ods.values():
+        spark.sql(f"update {table} set _loaded_at = _loaded_at - interval 40 days where {expired}")
+    kept = {table: spark.sql(f"select count(*) from {table} where not {expired}").first()[0]
+            for table in ods.values()}  # fmt: skip
+    expiring = {
+        source: [f for f in landed_files(warehouse.landing, source)
+                 if f.parent.name == f"batch={EXPIRED_BATCH}"]
+        for source in ods
+    }  # fmt: skip
+    nightly = warehouse.dbt(
+        ["run-operation", "iceberg_maintain_all",
+         "--args", json.dumps({"select": list(SOURCES.values()), "remove_orphans": False})],
+        retention_overrides={model: ODS_RETENTION for model in SOURCES.values()},
+    )  # fmt: skip
+    messages = nightly.log.splitlines()
+    deleted = [m for m in messages if m.startswith("maintenance ") and "rows removed" in m]
+    assert len(deleted) == len(ods), nightly.log[-3000:]
+    ledger = f"{PREFIX}ops.expired_load_ledger"
+    for source, table in ods.items():
+        assert spark.sql(f"select count(*) from {table} where {expired}").first()[0] == 0
+        left = spark.sql(f"select count(*) from {table} where not {expired}").first()[0]
+        assert left == kept[table], source
+        # the ledger, reconciled with the landing files: each file's lines, each partition's
+        # highest offset
+        lines = spark.sql(f"""select source_file, sum(line_count) from {ledger}
+                              where ods_table = '{table}' group by 1""").collect()
+        assert {short_path(path): n for path, n in lines} == {
+            short_path(file): len(split_lines(file.read_text())) for file in expiring[source]
+        }, source
+        offsets = spark.sql(f"""select source_partition, max(through_offset) from {ledger}
+                                where ods_table = '{table}' and source_partition is not null
+                                group by 1""").collect()
+        assert dict(map(tuple, offsets)) == highest_offsets(expiring[source]) != {}, source
+
+    zone = LandingZone(warehouse.landing)
+    for source, count in RESENT_AFTER_EXPIRY.items():
+        folder = zone.batch_folder(source, int(EXPIRED_BATCH))
+        original = [line for line in split_lines((Path(folder) / "part-00000.jsonl").read_text())
+                    if identified(line)]  # fmt: skip
+        zone.write_file(folder, RESENT_FILE, "".join(line + "\n" for line in original[:count]))
+    warehouse.dbt(["build"])
+    for source, table in ods.items():
+        # batch 1's expired files were not loaded again: its only lines are the re-sent ones
+        again = spark.sql(f"select _source_file, _is_redelivery from {table} where {expired}")
+        rows = again.collect()
+        assert len(rows) == RESENT_AFTER_EXPIRY.get(source, 0), (source, rows[:3])
+        assert all(row[0].endswith(RESENT_FILE) and row[1] for row in rows), rows[:3]
+    refused = spark.sql(f"""
+        select source_table, count(*) from {PREFIX}dwd.dwd_quarantine__rejected_records
+        where reject_reason = 'redelivered_record' and _source_file like '%{RESENT_FILE}'
+        group by 1""").collect()
+    assert dict(map(tuple, refused)) == RESENT_AFTER_EXPIRY
+    check_layers(spark, warehouse.root, 5, PREFIX)
+    # the ledger's view names the expired files loaded, and every line (not only the last
+    # loads') is placed: the expired files' accepted and rejected rows outlive their lines
+    states = spark.sql(f"""select distinct file_state from {PREFIX}ods.ods_landing__files
+                           where file_path like '%batch={EXPIRED_BATCH}/%'""").collect()
+    assert [row[0] for row in states] == ["loaded"]
+    warehouse.dbt(["test", "--select", "assert_every_landed_line_is_placed"])
 
 
 # -- two overlapping builds in separate processes -------------------------------------------

@@ -55,6 +55,10 @@ def count(spark, sql: str) -> int:
     return spark.sql(sql).first()[0]
 
 
+def local_path(location: object) -> Path:
+    return Path(str(location).removeprefix("file:"))
+
+
 def new_table(spark, name: str, properties: str = "") -> str:
     spark.sql(f"create schema if not exists {SCHEMA}")
     spark.sql(f"drop table if exists {SCHEMA}.{name} purge")
@@ -495,8 +499,10 @@ def test_retention_deletes_the_rows_before_its_window_and_drops_whole_partitions
     cutoff = newest - timedelta(days=2)
     kept = sorted(row.id for row in rows if row.event_date >= cutoff)
     assert 0 < len(kept) < len(rows)
-    touched = count(spark, f"select count(*) from {table}.files where readable_metrics."
-                      f"event_date.lower_bound < date'{cutoff}'")  # fmt: skip
+    dropped_files = [row[0] for row in spark.sql(
+        f"select file_path from {table}.files"
+        f" where readable_metrics.event_date.lower_bound < date'{cutoff}'").collect()]  # fmt: skip
+    touched = len(dropped_files)
     rule = {"column": column, "keep_days": 3}
     run = maintain(dbt, table, {}, retention=rule)
     assert sorted(r.id for r in spark.sql(f"select id from {table}").collect()) == kept
@@ -515,24 +521,27 @@ def test_retention_deletes_the_rows_before_its_window_and_drops_whole_partitions
     again = maintain(dbt, table, {}, retention=rule)
     assert f"delete_expired_rows skipped (the oldest, {cutoff}, is kept" in line_of(again, table)
     assert snapshots_of(spark, table) == snapshots
+    # expiring the snapshots before the delete frees exactly the bytes it removed: the files
+    # leave the disk and the log line says how much
+    dropped = [local_path(path) for path in dropped_files]
+    assert all(path.is_file() for path in dropped)
+    window = 0.0002  # hours: every snapshot but the last is older
+    expiry = {"older_than_hours": window, "min_window_hours": window, "retain_last": 1,
+              "slack_hours": 0}  # fmt: skip
+    freed = maintain(dbt, table, {"expire_snapshots": expiry})
+    removed_bytes = int(summary["removed-files-size"])
+    assert f"freeing {removed_bytes} bytes of data and delete files" in line_of(freed, table)
+    assert not any(path.is_file() for path in dropped)
 
 
-@pytest.mark.parametrize(
-    ("model", "rule", "named"),
-    [
-        ("ods_client__events", {"column": "_loaded_at", "keep_days": 400},
-         ["ods_client__events: this table is the load ledger", "loaded again"]),
-        ("dwd_client__events", {"column": "event_at", "keep_days": 30},
-         ["keeps 30 days by event_at", "dwd_client__events (30 days)",
-          "dws_user__daily (30 days)", "dws_video__daily (30 days)"]),
-    ],
-    ids=["a-load-ledger", "inside-a-readers-lookback"],
-)  # fmt: skip
-def test_the_nightly_refuses_a_retention_rule_that_would_break_a_guarantee(dbt, model, rule, named):
-    """The project's nightly operation checks every rule before it takes the run lock: on ODS
-    (the load ledger) or shorter than a window the table or its readers re-read (DWD and DWS
-    recompute a late event's day up to max_event_lateness_days back), it stops, naming the
-    table, the readers and the fix, and maintains nothing."""
+def test_the_nightly_refuses_a_retention_rule_inside_a_readers_window(dbt):
+    """The project's nightly operation checks every rule before it takes the run lock: shorter
+    than a window the table or its readers re-read (DWD and DWS recompute a late event's day
+    up to max_event_lateness_days back), it stops, naming the table, the readers and the fix,
+    and maintains nothing."""
+    model, rule = "dwd_client__events", {"column": "event_at", "keep_days": 30}
+    named = ["keeps 30 days by event_at", "dwd_client__events (30 days)",
+             "dws_user__daily (30 days)", "dws_video__daily (30 days)"]  # fmt: skip
     run = dbt(
         ["run-operation", "iceberg_maintain_all",
          "--vars", json.dumps({"retention_overrides": {model: rule}})],

@@ -46,21 +46,21 @@ def test_a_rule_that_cannot_be_applied_is_refused_naming_the_table(config, messa
     assert message in str(error.value)
 
 
-def test_a_load_ledger_keeps_every_row():
+def test_a_load_ledger_may_expire_its_lines():
+    """ODS's files and positions stay known in the compact ledger: only windows refuse."""
     rule = RetentionRule(column="_loaded_at", keep_days=30)
-    refused = refusal("ods.ods_client__events", rule, load_ledger=True, lookbacks={})
-    assert refused and "load ledger" in refused and "loaded again" in refused
+    assert refusal("ods.ods_client__events", rule, lookbacks={"ods_client__events": None}) is None
 
 
 def test_a_window_a_reader_re_reads_is_refused_naming_the_reader():
     rule = RetentionRule(column="event_at", keep_days=30)
     lookbacks = {"dwd_client__events": 30, "dws_user__daily": 30, "dim_users": None}
-    refused = refusal(TABLE, rule, load_ledger=False, lookbacks=lookbacks)
+    refused = refusal(TABLE, rule, lookbacks=lookbacks)
     assert "keeps 30 days by event_at" in refused
     assert "dwd_client__events (30 days), dws_user__daily (30 days)" in refused
     assert "dim_users" not in refused and "keep more days than 30" in refused
     longer = RetentionRule(column="event_at", keep_days=31)
-    assert refusal(TABLE, longer, load_ledger=False, lookbacks=lookbacks) is None
+    assert refusal(TABLE, longer, lookbacks=lookbacks) is None
 
 
 def test_the_step_is_due_only_when_a_row_lies_before_the_window():

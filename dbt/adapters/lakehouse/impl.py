@@ -166,14 +166,10 @@ class LakehouseAdapter(SparkAdapter):
 
     @available
     def retention_refusal(
-        self,
-        table: str,
-        rule: retention.RetentionRule,
-        load_ledger: bool,
-        lookbacks: dict[str, int],
+        self, table: str, rule: retention.RetentionRule, lookbacks: dict[str, int]
     ) -> str:
         """Why the rule must not run on the table ('' when it may): retention.refusal."""
-        return retention.refusal(table, rule, load_ledger, lookbacks) or ""
+        return retention.refusal(table, rule, lookbacks) or ""
 
     @available
     def retention_backfill_refusal(

@@ -67,20 +67,11 @@ def read_rule(config: Any, table: str) -> RetentionRule | None:
     return RetentionRule(column=column, keep_days=days)
 
 
-def refusal(
-    table: str, rule: RetentionRule, load_ledger: bool, lookbacks: dict[str, int]
-) -> str | None:
-    """Why `rule` must not run on `table`, or none. `load_ledger`: the table is a load ledger
-    (ODS: its lines say which landed files and source positions were loaded, so deleting
-    them would load those files again). `lookbacks`: {model: days} for the table itself and
-    each model reading it that re-reads rows that far back (config `lookback_days`)."""
-    if load_ledger:
-        return (
-            f"retention of {table}: this table is the load ledger exactly-once rests on (its rows"
-            " say which landed files and source positions were loaded): without them those files"
-            " would be loaded again and their records taken for new. It keeps every row"
-            " (docs/retention.md)"
-        )
+def refusal(table: str, rule: RetentionRule, lookbacks: dict[str, int]) -> str | None:
+    """Why `rule` must not run on `table`, or none. `lookbacks`: {model: days} for the table
+    itself and each model reading it that re-reads rows that far back (config
+    `lookback_days`). A load ledger (ODS) may expire too: its expiring lines' files and
+    source positions are kept in the compact ledger first (docs/retention.md)."""
     reaching = {
         model: int(days)
         for model, days in lookbacks.items()

@@ -4,12 +4,13 @@
     list to append the maintenance-log row to instead of writing it now (a caller that
     maintains many tables writes their rows in one commit: iceberg_maintenance_log_flush).
     `state`: the table's cheap read, when the caller read many tables at once. `retention`:
-    the table's retention rule, applied when `nightly` (iceberg_maintenance_decision). -#}
-{% macro iceberg_maintain(relation, policy, tblproperties={}, nightly=false, on_error='warn', trigger='operation', log_rows=none, state=none, retention=none) %}
+    the table's retention rule, applied when `nightly`; `load_ledger`: the table is a load
+    ledger (iceberg_maintenance_decision). -#}
+{% macro iceberg_maintain(relation, policy, tblproperties={}, nightly=false, on_error='warn', trigger='operation', log_rows=none, state=none, retention=none, load_ledger=false) %}
     {%- if on_error not in ['warn', 'fail'] -%}
         {{ exceptions.raise_compiler_error("maintenance of " ~ relation ~ ": on_maintenance_error must be warn or fail, got '" ~ on_error ~ "'") }}
     {%- endif -%}
-    {%- set decision = iceberg_maintenance_decision(relation, policy, tblproperties, nightly, state=state, retention=retention) -%}
+    {%- set decision = iceberg_maintenance_decision(relation, policy, tblproperties, nightly, state=state, retention=retention, load_ledger=load_ledger) -%}
     {%- set outcome = iceberg_maintenance_act(decision) -%}
     {%- do iceberg_maintenance_record(decision, outcome, trigger, log_rows) -%}
     {%- if outcome.errors and on_error == 'fail' -%}

@@ -42,7 +42,8 @@
             {%- if not remove_orphans -%}{%- do policy.pop('remove_orphan_files', none) -%}{%- endif -%}
             {%- set run = iceberg_maintain(relation, policy, node.config.get('tblproperties') or {},
                                            nightly=true, on_error='warn', trigger='nightly', log_rows=log_rows,
-                                           state=states[relation | string], retention=retention.get(node.unique_id)) -%}
+                                           state=states[relation | string], retention=retention.get(node.unique_id),
+                                           load_ledger=node.config.get('load_ledger') or false) -%}
             {%- if run.outcome.errors and on_error == 'fail' -%}
                 {%- do failed.append(relation ~ ': ' ~ (run.outcome.errors | join('; '))) -%}
             {%- endif -%}

@@ -19,7 +19,16 @@
         {%- else -%}
             {%- set step_started = modules.datetime.datetime.utcnow() -%}
             {%- do _maintenance_starting(relation, step.step) -%}
-            {%- set run = _maintenance_execute(step.sql) -%}
+            {#- a load ledger's retention records what it deletes first; if that fails, no delete -#}
+            {%- set unrecorded = [] -%}
+            {%- for sql in step.get('ledger_sql') or [] if not unrecorded -%}
+                {%- set recorded = _maintenance_execute(sql) -%}
+                {%- if recorded.error -%}{%- do unrecorded.append(recorded.error) -%}{%- endif -%}
+            {%- endfor -%}
+            {#- expiry frees what only the expired snapshots held: the files' bytes before and after -#}
+            {%- set stored_before = _stored_file_bytes(relation) if step.step == 'expire_snapshots' else none -%}
+            {%- set run = {'error': 'recording the expiring lines in the compact load ledger: ' ~ unrecorded[0], 'table': none}
+                          if unrecorded else _maintenance_execute(step.sql) -%}
             {%- do outcome.ran.append(step.step) -%}
             {%- if run.error -%}
                 {%- do outcome.errors.append(step.step ~ ': ' ~ run.error) -%}
@@ -68,8 +77,12 @@
                     {%- do outcome.actions.append('compute_table_stats wrote ' ~ (_first(result, 'statistics_file', '') | string).split('/')[-1]
                         ~ ' (' ~ step.reason ~ ')') -%}
                 {%- elif step.step == 'expire_snapshots' -%}
-                    {%- do outcome.actions.append('expire_snapshots removed ' ~ _first(result, 'deleted_manifest_lists_count') ~ ' snapshots ('
-                        ~ step.reason ~ ')') -%}
+                    {%- set stored_after = _stored_file_bytes(relation) -%}
+                    {%- set freed = (stored_before - stored_after) if stored_before is not none and stored_after is not none else none -%}
+                    {%- do outcome.actions.append('expire_snapshots removed ' ~ _first(result, 'deleted_manifest_lists_count') ~ ' snapshots and '
+                        ~ _first(result, 'deleted_data_files_count', 0) ~ ' data files'
+                        ~ (', freeing ' ~ freed ~ ' bytes of data and delete files' if freed is not none else '')
+                        ~ ' (' ~ step.reason ~ ')') -%}
                 {%- elif step.step == 'remove_orphan_files' -%}
                     {%- do outcome.actions.append('remove_orphan_files ' ~ ('would remove ' if step.dry_run else 'removed ')
                         ~ (result.rows | length) ~ ' files') -%}
@@ -117,4 +130,12 @@
     {%- set summary = {} -%}
     {%- for key in keys -%}{%- do summary.update({key: made.table.rows[0][loop.index0]}) -%}{%- endfor -%}
     {{ return(adapter.retention_delete_outcome(summary, step)) }}
+{% endmacro %}
+
+{#- The bytes of every data and delete file a snapshot of the table still holds (each file once),
+    or none when they cannot be read. -#}
+{% macro _stored_file_bytes(relation) %}
+    {%- set read = _maintenance_execute('select coalesce(sum(file_size_in_bytes), 0) from (select distinct file_path, file_size_in_bytes from '
+                                        ~ relation ~ '.all_files)') -%}
+    {{ return(none if read.error else read.table.rows[0][0] | int) }}
 {% endmacro %}

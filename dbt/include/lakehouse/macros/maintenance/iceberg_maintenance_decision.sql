@@ -9,8 +9,10 @@
     the policy is checked and its SQL rendered, reading nothing. `state`: the cheap read when
     the caller made it for many tables at once (iceberg_table_states). `retention`: the
     table's retention rule ({column, keep_days}: dbt/adapters/lakehouse/retention.py), applied
-    only nightly, as the first step: rows dated before the window are deleted. -#}
-{% macro iceberg_maintenance_decision(relation, policy, tblproperties={}, nightly=false, validate_only=false, state=none, retention=none) %}
+    only nightly, as the first step: rows dated before the window are deleted. `load_ledger`:
+    the table is a load ledger (config `load_ledger`): the step records what it deletes in the
+    compact ledger first (expired_load_ledger). -#}
+{% macro iceberg_maintenance_decision(relation, policy, tblproperties={}, nightly=false, validate_only=false, state=none, retention=none, load_ledger=false) %}
     {%- set started = modules.datetime.datetime.utcnow() -%}
     {#- 1. The policy checked and every step's SQL rendered (so validated) before any read: a
         misconfigured policy fails on every run, not only on the day a step is due. -#}
@@ -97,7 +99,19 @@
             {{ return(decision) }}
         {%- endif -%}
         {%- set step = adapter.retention_step(retention_rule, bounds.table.rows[0][0], bounds.table.rows[0][1]) -%}
-        {%- do step.update({'sql': 'delete from ' ~ relation ~ ' where ' ~ column ~ " < date'" ~ step.cutoff ~ "'"} if step.due else {}) -%}
+        {%- if step.due -%}
+            {%- set predicate = column ~ " < date'" ~ step.cutoff ~ "'" -%}
+            {%- if load_ledger -%}
+                {#- a load ledger's lines leave only once a published run took them, and their
+                    files and positions stay known in the compact ledger (expired_load_ledger) -#}
+                {%- set published = published_load_through() -%}
+                {%- if published is not none -%}
+                    {%- set predicate = predicate ~ ' and _load_id <= ' ~ published -%}
+                {%- endif -%}
+                {%- do step.update({'ledger_sql': expired_load_ledger_sql(relation, predicate)}) -%}
+            {%- endif -%}
+            {%- do step.update({'sql': 'delete from ' ~ relation ~ ' where ' ~ predicate}) -%}
+        {%- endif -%}
         {%- do decision.steps.insert(0, step) -%}
     {%- endif -%}
     {%- do decision.update({'seconds': (modules.datetime.datetime.utcnow() - started).total_seconds()}) -%}
