@@ -250,6 +250,8 @@ EXPIRED_BATCH = "000001"  # aged past the rule below
 ODS_RETENTION = {"column": "_loaded_at", "keep_days": 35}
 RESENT_AFTER_EXPIRY = {"client_events": 25, "appdb_users": 3}  # records of batch 1, sent again
 RESENT_FILE = "part-resent-after-expiry.jsonl"
+LATE_FILE = "part-late-new-records.jsonl"  # events past every delivered offset, a bad type
+LATE_RECORDS = 5
 
 
 def identified(line: str) -> tuple[int, int] | None:
@@ -278,9 +280,10 @@ def test_lines_expired_by_retention_are_never_loaded_again(spark, warehouse):
     """ODS keeps its lines 35 days by when they were loaded. Batch 1 is aged 40 days (its
     `_loaded_at` moved back: the clock, not the data) and the nightly's retention removes its
     lines, recording their files and Kafka positions in the compact ledger first. Then a
-    connector restart re-sends records of batch 1 into batch 1's folder, which brings the
-    folder back to the listing: its old files stay loaded (the ledger holds them) and the
-    re-sent records are refused as delivered before, never loaded as new."""
+    connector restart re-sends records of batch 1 into batch 1's folder, and a late file of new
+    records lands there too, which brings the folder back to the listing: its old files stay
+    loaded (the ledger holds them), the re-sent records are refused as delivered before, never
+    loaded as new, and the new ones are not (they are refused for their own bad type)."""
     ods = {source: f"{PREFIX}ods.{model}" for source, model in SOURCES.items()}
     expired = f"_batch_id = '{EXPIRED_BATCH}'"
     for table in ods.values():
@@ -323,18 +326,35 @@ def test_lines_expired_by_retention_are_never_loaded_again(spark, warehouse):
         original = [line for line in split_lines((Path(folder) / "part-00000.jsonl").read_text())
                     if identified(line)]  # fmt: skip
         zone.write_file(folder, RESENT_FILE, "".join(line + "\n" for line in original[:count]))
+        if source == "client_events":  # and new records, late, in the same folder
+            late = [json.loads(line) for line in original[:LATE_RECORDS]]
+            for number, event in enumerate(late):
+                event.update(event_id=f"ev-late-after-expiry-{number}", event_type="not_a_type",
+                             _kafka_offset=990_000_000 + number)  # fmt: skip
+            zone.write_file(folder, LATE_FILE, "".join(json.dumps(e) + "\n" for e in late))
     warehouse.dbt(["build"])
     for source, table in ods.items():
-        # batch 1's expired files were not loaded again: its only lines are the re-sent ones
-        again = spark.sql(f"select _source_file, _is_redelivery from {table} where {expired}")
-        rows = again.collect()
-        assert len(rows) == RESENT_AFTER_EXPIRY.get(source, 0), (source, rows[:3])
-        assert all(row[0].endswith(RESENT_FILE) and row[1] for row in rows), rows[:3]
+        # batch 1's expired files were not loaded again: its only lines are the late files'
+        rows = spark.sql(f"select _source_file, _is_redelivery from {table} where {expired}")
+        rows = rows.collect()
+        resent = [row for row in rows if row[0].endswith(RESENT_FILE)]
+        late = [row for row in rows if row[0].endswith(LATE_FILE)]
+        assert len(rows) == len(resent) + len(late), (source, rows[:3])
+        assert len(resent) == RESENT_AFTER_EXPIRY.get(source, 0) and all(r[1] for r in resent)
+        # the ledger refuses what it holds, not what came after it
+        assert len(late) == (LATE_RECORDS if source == "client_events" else 0)
+        assert not any(row[1] for row in late), late
+    quarantine = f"{PREFIX}dwd.dwd_quarantine__rejected_records"
     refused = spark.sql(f"""
-        select source_table, count(*) from {PREFIX}dwd.dwd_quarantine__rejected_records
+        select source_table, count(*) from {quarantine}
         where reject_reason = 'redelivered_record' and _source_file like '%{RESENT_FILE}'
         group by 1""").collect()
     assert dict(map(tuple, refused)) == RESENT_AFTER_EXPIRY
+    reasons = spark.sql(
+        f"select reject_reason from {quarantine} where _source_file like '%{LATE_FILE}'"
+    )
+    reasons = [row[0] for row in reasons.collect()]
+    assert len(reasons) == LATE_RECORDS and "redelivered_record" not in reasons, reasons
     check_layers(spark, warehouse.root, 5, PREFIX)
     # the ledger's view names the expired files loaded, and every line (not only the last
     # loads') is placed: the expired files' accepted and rejected rows outlive their lines
