@@ -38,7 +38,7 @@ from layers import (
 )
 
 from scripts.generate_landing import LandingGenerator, Scale
-from scripts.landing import LandingZone, split_lines
+from scripts.landing import MARKER, LandingZone, split_lines
 from scripts.spark_config import (
     PROJECT_DIR,
     ClusterSettings,
@@ -283,13 +283,20 @@ def test_lines_expired_by_retention_are_never_loaded_again(spark, warehouse):
     connector restart re-sends records of batch 1 into batch 1's folder, and a late file of new
     records lands there too, which brings the folder back to the listing: its old files stay
     loaded (the ledger holds them), the re-sent records are refused as delivered before, never
-    loaded as new, and the new ones are not (they are refused for their own bad type)."""
+    loaded as new, and the new ones are not (they are refused for their own bad type). Batch 6
+    lands across the nightly, its markers after it: it loads whole, once."""
     ods = {source: f"{PREFIX}ods.{model}" for source, model in SOURCES.items()}
     expired = f"_batch_id = '{EXPIRED_BATCH}'"
     for table in ods.values():
         spark.sql(f"update {table} set _loaded_at = _loaded_at - interval 40 days where {expired}")
     kept = {table: spark.sql(f"select count(*) from {table} where not {expired}").first()[0]
             for table in ods.values()}  # fmt: skip
+    # batch 6 lands across the nightly: its files now, its markers only after it
+    warehouse.land(6)
+    zone = LandingZone(warehouse.landing)
+    waiting = [zone.batch_folder(source, 6) for source in ods]
+    for folder in waiting:
+        (Path(folder) / MARKER).unlink()
     expiring = {
         source: [f for f in landed_files(warehouse.landing, source)
                  if f.parent.name == f"batch={EXPIRED_BATCH}"]
@@ -320,7 +327,8 @@ def test_lines_expired_by_retention_are_never_loaded_again(spark, warehouse):
                                 group by 1""").collect()
         assert dict(map(tuple, offsets)) == highest_offsets(expiring[source]) != {}, source
 
-    zone = LandingZone(warehouse.landing)
+    for folder in waiting:  # the late markers
+        zone.mark_complete(folder)
     for source, count in RESENT_AFTER_EXPIRY.items():
         folder = zone.batch_folder(source, int(EXPIRED_BATCH))
         original = [line for line in split_lines((Path(folder) / "part-00000.jsonl").read_text())
@@ -355,7 +363,11 @@ def test_lines_expired_by_retention_are_never_loaded_again(spark, warehouse):
     )
     reasons = [row[0] for row in reasons.collect()]
     assert len(reasons) == LATE_RECORDS and "redelivered_record" not in reasons, reasons
-    check_layers(spark, warehouse.root, 5, PREFIX)
+    for source, folder in zip(ods, waiting, strict=True):  # batch 6 whole, once
+        landed = sum(len(split_lines(f.read_text())) for f in Path(folder).glob("part-*"))
+        loaded = spark.sql(f"select count(*) from {ods[source]} where _batch_id = '000006'")
+        assert loaded.first()[0] == landed > 0, source
+    check_layers(spark, warehouse.root, 6, PREFIX)
     # the ledger's view names the expired files loaded, and every line (not only the last
     # loads') is placed: the expired files' accepted and rejected rows outlive their lines
     states = spark.sql(f"""select distinct file_state from {PREFIX}ods.ods_landing__files
