@@ -191,17 +191,31 @@ def test_a_backfill_takes_whole_days_only(houses):
     assert "is not a midnight" in run.log
 
 
-def test_a_backfill_before_the_first_day_retention_keeps_is_refused(houses, window):
+@pytest.mark.parametrize(
+    ("model", "rule", "newest_sql"),
+    [
+        ("dwd_client__events", {"column": "event_at", "keep_days": 3},
+         f"select max(to_date(event_at)) from {PREFIX}{DWD}"),
+        # the raw lines a backfill re-reads: ODS kept 31 days by when they were loaded
+        ("ods_client__events", {"column": "_loaded_at", "keep_days": 31},
+         f"select max(to_date(_loaded_at)) from {PREFIX}ods.ods_client__events"),
+    ],
+    ids=["its-own-days", "the-ods-lines-it-reads"],
+)  # fmt: skip
+def test_a_backfill_before_the_first_day_retention_keeps_is_refused(
+    houses, window, model, rule, newest_sql
+):
     """A day retention deletes cannot be recomputed, and a backfill writing it would bring its
-    expired rows back: a range starting before the first day kept stops the run, naming the
-    table, its rule and the day to start at, and no file changes."""
-    newest = houses.spark.sql(f"select max(to_date(event_at)) from {PREFIX}{DWD}").first()[0]
-    first_kept = newest - timedelta(days=2)
+    expired rows back: a range starting before the first day kept, by the model's own rule or
+    by that of the ODS lines it reads, stops the run, naming the table, its rule and the day to
+    start at, and no file changes."""
+    newest = houses.spark.sql(newest_sql).first()[0]
+    first_kept = newest - timedelta(days=rule["keep_days"] - 1)
     assert window["start"] < first_kept.isoformat()
     variables = {
         "schema_prefix": PREFIX,
         "event_types": NEW_RULE,
-        "retention_overrides": {"dwd_client__events": {"column": "event_at", "keep_days": 3}},
+        "retention_overrides": {model: rule},
     }
     files = houses.files(DWD)
     flags = ["--event-time-start", window["start"], "--event-time-end", window["end"]]
@@ -211,8 +225,10 @@ def test_a_backfill_before_the_first_day_retention_keeps_is_refused(houses, wind
         expect_success=False,
     )
     assert not run.success
-    expected = f"keeps its days from {first_kept} on (retention: 3 days of event_at)"
-    assert expected in run.log and f"start the backfill at {first_kept}" in run.log, run.log[-2000:]
+    days = f"{rule['keep_days']} days of {rule['column']}"
+    expected = f"{PREFIX}{model.split('_', 1)[0]}.{model} keeps its days from {first_kept} on"
+    assert f"{expected} (retention: {days})" in run.log, run.log[-2000:]
+    assert f"start the backfill at {first_kept}" in run.log, run.log[-2000:]
     assert houses.files(DWD) == files
 
 
