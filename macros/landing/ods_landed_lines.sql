@@ -7,12 +7,15 @@
     of this load, holds the same identity (a connector restart re-sends offsets), or when
     retention expired a line at or after its offset in its partition (the compact ledger:
     Kafka hands out offsets in order, so it was delivered before, or is older than the
-    window; either way it is refused, never loaded as new). -#}
+    window; either way it is refused, never loaded as new). A re-sent copy of a record an
+    erasure redacted (erased_positions) is stored redacted too: the erased values never
+    come back, and the copy is refused as re-delivered. -#}
 {% macro ods_landed_lines(source_name, table_name) %}
 {%- set landing = source(source_name, table_name) -%}
 {%- set load = landing_files_to_load(source_name, table_name) -%}
 {%- set first_new_offsets = _first_new_offsets(landing, load) -%}
 {%- set expired = expired_load_ledger() if is_incremental() and load.files else none -%}
+{%- set erased = erased_positions() if is_incremental() and load.files else none -%}
 with scanned as (
     {%- if load.files %}
     -- line by line, in splits of at most spark.sql.files.maxPartitionBytes spread over the
@@ -102,10 +105,29 @@ expired_through as (
     select source_partition, max(through_offset) as through_offset from {{ expired }}
     where ods_table = '{{ expired_load_ledger_key(this) }}' and source_partition is not null
     group by source_partition
+){% endif %}{% if erased is not none %},
+
+erased as (
+    -- the source positions an erasure redacted in this table: a copy is stored redacted
+    select source_partition, source_offset, max(request) as request from {{ erased }}
+    where ods_table = '{{ expired_load_ledger_key(this) }}'
+    group by source_partition, source_offset
 ){% endif %}{% endif %}
 
 select
+    {%- if erased is not none %}
+    case
+        -- as the erasure redacted the first copy (erasure config: its Kafka position kept)
+        when erased.request is not null then to_json(named_struct(
+            '_erased', erased.request,
+            '_kafka_partition', get_json_object(identified._raw_line, '$._kafka_partition'),
+            '_kafka_offset', get_json_object(identified._raw_line, '$._kafka_offset')
+        ))
+        else identified._raw_line
+    end as _raw_line,
+    {%- else %}
     identified._raw_line,
+    {%- endif %}
     identified._source_file,
     identified._source_line,
     identified._file_size,
@@ -120,6 +142,7 @@ select
             identified.delivery_rank > 1
             {%- if is_incremental() %} or delivered_before._source_offset is not null{% endif %}
             {%- if expired is not none %} or identified._source_offset <= expired_through.through_offset{% endif %}
+            {%- if erased is not none %} or erased.request is not null{% endif %}
         ),
         false
     ) as _is_redelivery,
@@ -137,6 +160,12 @@ left join delivered_before
 {%- if expired is not none %}
 left join expired_through
     on identified._source_partition = expired_through.source_partition
+{%- endif %}
+{%- if erased is not none %}
+left join erased
+    on
+        identified._source_partition = erased.source_partition
+        and identified._source_offset = erased.source_offset
 {%- endif %}
 {%- endmacro %}
 

@@ -21,7 +21,10 @@ with
     {{ landed.source_table }}_landed as (
         select
             _source_file,
-            _source_line
+            _source_line,
+            -- an erasure redacted the line: its accepted or rejected row is gone with it (a
+            -- re-sent copy is refused as re-delivered, so it is placed once)
+            startswith(_raw_line, '{"_erased":') as is_erased
         from {{ ref(landed.ods) }}
         where {{ untested }}
     ),
@@ -78,7 +81,10 @@ with
         full outer join {{ landed.source_table }}_placements as placed
             on ods._source_file = placed._source_file and ods._source_line = placed._source_line
         where
-            (ods._source_line is null or coalesce(placed.placements, 0) != 1)
+            (
+                ods._source_line is null
+                or (coalesce(placed.placements, 0) != 1 and not (ods.is_erased and placed.placements is null))
+            )
             and coalesce(ods._source_file, placed._source_file) not in (
                 select expired.source_file from {{ landed.source_table }}_expired as expired
             )

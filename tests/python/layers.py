@@ -188,11 +188,18 @@ def assert_user_history(
 
 
 def check_layers(
-    spark, data_dir: Path, batch: int, prefix: str = "", landing: str | None = None
+    spark,
+    data_dir: Path,
+    batch: int,
+    prefix: str = "",
+    landing: str | None = None,
+    erased: Sequence[str] = (),
 ) -> dict:
     """Dimensions against the generator's ground truth after `batch`, DWS against a pandas
     recomputation from the complete landed files (`landing`, else <data_dir>/landing). Tables
-    under `prefix` (var schema_prefix)."""
+    under `prefix` (var schema_prefix). `erased`: user ids an erasure removed, so the truth
+    has none of their rows and no video names them as its author."""
+    erased = {str(user) for user in erased}
     users = table(
         spark,
         f"{prefix}dwd.dim_users",
@@ -200,6 +207,7 @@ def check_layers(
     )
     users["registered_at"] = iso(users["registered_at"])
     expected_users = truth(data_dir, "users", batch).rename(columns={"level": "user_level"})
+    expected_users = expected_users[~expected_users["user_id"].astype(str).isin(erased)]
     expected_users["user_level"] = expected_users["user_level"].astype("int32")
     users["user_level"] = users["user_level"].astype("int32")
     assert_frames_equal(users, expected_users, ["user_id"])
@@ -211,14 +219,17 @@ def check_layers(
     )
     videos["published_at"] = iso(videos["published_at"])
     expected_videos = truth(data_dir, "videos", batch)
+    detached = expected_videos["author_user_id"].astype(str).isin(erased)
     for frame in (videos, expected_videos):
         frame["duration_ms"] = frame["duration_ms"].astype("int64")
-        frame["author_user_id"] = frame["author_user_id"].astype("int64")
+        frame["author_user_id"] = frame["author_user_id"].astype("Int64")
+    expected_videos.loc[detached, "author_user_id"] = pd.NA
     assert_frames_equal(videos, expected_videos, ["video_id"])
     for dimension, key in (("dim_users", "user_id"), ("dim_videos", "video_id")):
         assert_changelog_replays(spark, f"{prefix}dwd.{dimension}", key)
 
     events = valid_unique_events(landed_events(data_dir, landing))
+    events = events[~events["user_id"].astype(str).isin(erased)]
     video_daily = expected_video_daily(events)
     assert_frames_equal(
         table(spark, f"{prefix}dws.dws_video__daily", list(video_daily.columns)),

@@ -9,6 +9,7 @@ batch, one batch a run.)"""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -280,3 +281,125 @@ def test_a_maintenance_failure_fails_the_model_when_configured(dbt, built):
     assert statuses(run)["ods_appdb__user_changes"] == "error"
     assert statuses(run)["dim_users__state"] == "skipped"
     assert "on_maintenance_error: fail" in run.log
+
+
+# -- erasure on request (last: it changes the built warehouse for good) -------------------
+
+SUBJECT_TABLES = [t for t in TABLES if t != "dws.dws_video__daily"] + [
+    "dwd.dim_users__changes",
+    "dwd.dim_videos__changes",
+]
+
+
+class Crash(Exception):
+    """Raised from dbt's log callback: the process dies at that message."""
+
+
+def erasure_subjects(spark) -> list[str]:
+    """Two users the erasure must find everywhere: the one with the most rejected records
+    (and so events, days and quarantine rows), and an author of a video with a user change."""
+    rejected = spark.sql("""
+        select user_id from (
+            select get_json_object(raw_record, '$.user_id') as user_id
+            from dwd.dwd_quarantine__rejected_records where source_table = 'client_events'
+        )
+        where user_id is not null group by 1 order by count(*) desc, 1 limit 1""").first()[0]
+    author = spark.sql(f"""
+        select cast(videos.author_user_id as string) from dwd.dim_videos__state as videos
+        inner join dwd.dim_users__changes as changes on videos.author_user_id = changes.user_id
+        where videos.author_user_id != {rejected} order by 1 limit 1""").first()[0]
+    return [rejected, author]
+
+
+def subject_rows(spark, subjects: list[str]) -> dict[str, int]:
+    """Rows per table that are a subject's or name one (counted through Spark, main only)."""
+    from erased_keys import snapshot_hits
+
+    return {hit.split("@")[0]: int(hit.split(": ")[1].split()[0])
+            for hit in snapshot_hits(spark, SUBJECT_TABLES, subjects, refs=False)[1]}  # fmt: skip
+
+
+def test_an_erased_user_leaves_every_layer_snapshot_and_file_and_stays_gone(
+    spark, dbt, data_dir, built
+):
+    import pyarrow.fs as pafs
+    from erased_keys import parquet_hits, snapshot_hits
+
+    subjects = erasure_subjects(spark)
+    before = subject_rows(spark, subjects)
+    # each kind of table holds them before: raw lines, detail, quarantine, dimension state,
+    # changelog and history, the per-user aggregate (the per-video one counts their events)
+    assert set(before) == set(SUBJECT_TABLES), before
+    warehouse = str(data_dir / "warehouse")
+    files, hits = parquet_hits(pafs.LocalFileSystem(), warehouse, subjects)
+    assert files > 0 and hits, "the direct scan must find the subjects before the erasure"
+    # a write that died before its commit left a file of theirs no snapshot references
+    held = Path(next(h.split(": ")[0] for h in hits if "/dwd_client__events/" in h))
+    shutil.copy(held, held.with_name("00000-dead-write.parquet"))
+    args = json.dumps({"request": "DSR-1", "user_ids": [int(s) for s in subjects]})
+
+    # killed midway (after the first table), then run again with the same arguments
+    def crash(message: str) -> None:
+        if message.startswith("erasure DSR-1: dwd.dim_users__changes"):
+            raise Crash(message)
+
+    killed = dbt(["run-operation", "erase_subjects", "--args", args], expect_success=False,
+                 on_message=crash)  # fmt: skip
+    assert not killed.success
+    holder = spark.sql("select holder from ops.run_lock").first()[0]
+    dbt(["run-operation", "release_run_lock", "--args", json.dumps({"holder": holder})])
+    run = dbt(["run-operation", "erase_subjects", "--args", args])
+    recorded = dict(
+        spark.sql("""select concat(table_name, ' ', action), row_count
+                                 from ops.erasures where request = 'DSR-1'""").collect()
+    )
+    # each table's rows counted once across the two runs (the first one's, then the rest)
+    assert recorded["dwd.dwd_client__events delete"] == before["dwd.dwd_client__events"]
+    assert recorded["dwd.dim_users__changes delete"] == before["dwd.dim_users__changes"]
+    # the record names tables, actions and counts: no column for an erased value
+    assert spark.table("ops.erasures").columns == [
+        "request", "table_name", "action", "row_count", "detail", "subject_count",
+        "requested_by", "recorded_at",
+    ]  # fmt: skip
+    backfill = next(line for line in run.log.splitlines() if " recompute: dbt build " in line)
+    command = backfill.split(" recompute: dbt ", 1)[1].split()
+
+    finish = ["run-operation", "erase_subjects", "--args", "{request: DSR-1, finish: true}"]
+    early = dbt(finish, expect_success=False)
+    assert "has not been recomputed since the erasure DSR-1" in early.log
+    dbt(command)
+    dbt(finish)
+
+    assert subject_rows(spark, subjects) == {}
+    check_layers(spark, data_dir, BUILDS[-1], erased=subjects)
+    files, hits = parquet_hits(pafs.LocalFileSystem(), warehouse, subjects)
+    assert files > 0 and hits == [], hits[:5]
+    read, hits = snapshot_hits(spark, SUBJECT_TABLES, subjects)
+    assert read >= len(SUBJECT_TABLES) and hits == [], hits
+    for table in SUBJECT_TABLES:  # time travel to before the erasure is gone with its tags
+        refs = spark.sql(f"select name from {table}.refs").collect()
+        assert [r[0] for r in refs] == ["main"], (table, refs)
+
+    # the connector re-sends some of the erased user's records (same partition and offset)
+    events = data_dir / "landing" / "client_events"
+    files = sorted(events.glob("batch=*/part-*"))
+    lines = [line for path in files for line in path.read_text().splitlines()]
+    resent = [line for line in lines if f'"user_id":"{subjects[0]}"' in line][:5]
+    assert len(resent) == 5
+    landing = events / "batch=000002"
+    (landing / ".resent.jsonl").write_text("\n".join(resent) + "\n")
+    (landing / ".resent.jsonl").rename(landing / "part-resent.jsonl")
+    dbt(["build", "--select", "ods_client__events", "dwd_landing__typed_rows", "dwd_client__events",
+         "dwd_quarantine__rejected_records", "assert_every_landed_line_is_placed"])  # fmt: skip
+    refused = spark.sql("""
+        select reject_reason, raw_record from dwd.dwd_quarantine__rejected_records
+        where _source_file like '%part-resent.jsonl'""").collect()
+    positions = [{k: str(v) for k, v in json.loads(line).items() if k.startswith("_kafka")}
+                 for line in resent]  # fmt: skip
+    assert sorted((r[0], r[1]) for r in refused) == sorted(
+        ("redelivered_record", json.dumps({"_erased": "DSR-1", **p}, separators=(",", ":")))
+        for p in positions
+    )
+    assert subject_rows(spark, subjects) == {}
+    files, hits = parquet_hits(pafs.LocalFileSystem(), warehouse, subjects)
+    assert hits == [], hits[:5]

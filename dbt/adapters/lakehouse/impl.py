@@ -17,7 +17,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt_common.exceptions import CompilationError
 from dbt_common.invocation import get_invocation_id
 
-from dbt.adapters.lakehouse import maintenance, retention, statements, write_audit_publish
+from dbt.adapters.lakehouse import erasure, maintenance, retention, statements, write_audit_publish
 from dbt.adapters.lakehouse.connections import (
     LakehouseConnectionManager,
     start_session_beside_parse,
@@ -154,6 +154,44 @@ class LakehouseAdapter(SparkAdapter):
     ) -> list[dict[str, Any]]:
         """Each configured step, due or not, with why (maintenance.decide_steps)."""
         return maintenance.decide_steps(policy, summary, health, nightly)
+
+    @available
+    def erasure_rule(self, config: Any, table: str) -> erasure.ErasureRule | None:
+        """A model's erasure rule, checked (erasure.read_rule): a rule that cannot be applied
+        stops the erasure before anything is read, naming the table and setting."""
+        try:
+            return erasure.read_rule(config, table)
+        except erasure.ErasureError as error:
+            raise CompilationError(str(error)) from error
+
+    @available
+    def erasure_request(self, request: Any, subjects: Any) -> tuple[str, tuple[str, ...]]:
+        """The request's name and its subject ids, checked (erasure.read_request)."""
+        try:
+            return erasure.read_request(request, subjects)
+        except erasure.ErasureError as error:
+            raise CompilationError(str(error)) from error
+
+    @available
+    def erasure_plan(
+        self,
+        rule: erasure.ErasureRule,
+        table: str,
+        subjects: tuple[str, ...],
+        types: dict[str, str],
+        load_ledger: bool,
+        request: str,
+    ) -> list[dict[str, Any]]:
+        """One table's erasure statements' parts (erasure.plan)."""
+        try:
+            return erasure.plan(rule, table, subjects, types, load_ledger, request)
+        except erasure.ErasureError as error:
+            raise CompilationError(str(error)) from error
+
+    @available
+    def erasure_recompute_range(self, days: list[Any]) -> dict[str, str] | None:
+        """The backfill range that recomputes `days` (erasure.recompute_range)."""
+        return erasure.recompute_range(days)
 
     @available
     def retention_rule(self, config: Any, table: str) -> retention.RetentionRule | None:
