@@ -21,6 +21,8 @@
       vs without it
   b14 the modeller's loop: `dbt run|compile|show -s` one model, cold and in the dev server,
       vs a fresh process running the model's statement
+  b15 retention pass on an event table of N vs 10 x N rows (metadata only), and the
+      erasure of 10 users from a warehouse built by dbt (time, files written)
 
 Each writes <out>/<name>.json, <out>/<name>.md, <out>/<name>.png and appends to
 <out>/summary.md; <out> defaults to docs/results (committed). Spark runs
@@ -48,7 +50,23 @@ from scripts.bench.common import SIZES, BenchContext, BenchResult, fmt
 from scripts.cli import parser_from_doc
 from scripts.spark_config import PROJECT_DIR
 
-NAMES = ("b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9", "b10", "b11", "b12", "b13", "b14")
+NAMES = (
+    "b1",
+    "b2",
+    "b3",
+    "b4",
+    "b5",
+    "b6",
+    "b7",
+    "b8",
+    "b9",
+    "b10",
+    "b11",
+    "b12",
+    "b13",
+    "b14",
+    "b15",
+)
 
 
 def runner(name: str) -> Callable[[BenchContext], BenchResult]:
@@ -68,6 +86,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         b12_large_file,
         b13_cold_start,
         b14_inner_loop,
+        b15_retention_erasure,
     )
 
     return {
@@ -85,6 +104,7 @@ def runner(name: str) -> Callable[[BenchContext], BenchResult]:
         "b12": b12_large_file.run,
         "b13": b13_cold_start.run,
         "b14": b14_inner_loop.run,
+        "b15": b15_retention_erasure.run,
     }[name]
 
 
@@ -114,7 +134,7 @@ def session(data_dir: Path, target: str) -> SparkSession:
 
 def main(argv: list[str] | None = None) -> int:
     parser = parser_from_doc("bench", __doc__)
-    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b14")
+    parser.add_argument("names", nargs="+", choices=["all", *NAMES], metavar="all|b1..b15")
     parser.add_argument("--size", choices=SIZES, default="full")
     parser.add_argument("--smoke", action="store_true", help="same as --size smoke --repeats 1")
     parser.add_argument("--repeats", type=int, help="repeats per measurement (default 3)")

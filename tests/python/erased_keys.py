@@ -15,7 +15,7 @@ SUBJECT_COLUMNS = ("user_id", "author_user_id")
 RAW_COLUMNS = ("_raw_line", "raw_record")
 
 
-def _written(subjects: Iterable[str]) -> re.Pattern:
+def written_pattern(subjects: Iterable[str]) -> re.Pattern:
     """A subject field written with an erased id, parsed or not (erasure.py's rule too)."""
     ids = "|".join(re.escape(str(s)) for s in subjects)
     fields = "|".join(SUBJECT_COLUMNS)
@@ -27,7 +27,7 @@ def parquet_hits(
 ) -> tuple[int, list[str]]:
     """(Parquet files read under `root`, 'file: column = value' for each erased subject found)."""
     subjects = {str(s) for s in subjects}
-    written = _written(subjects)
+    written = written_pattern(subjects)
     infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
     files = [i.path for i in infos if i.type == pafs.FileType.File and i.path.endswith(".parquet")]
     hits = []
@@ -53,7 +53,7 @@ def snapshot_hits(
     its current state when not `refs`."""
     subjects = [str(s) for s in subjects]
     ids = ", ".join(f"'{s}'" for s in subjects)
-    pattern = _written(subjects).pattern.replace("\\", "\\\\").replace("'", "\\'")
+    pattern = written_pattern(subjects).pattern.replace("\\", "\\\\").replace("'", "\\'")
     read, hits = 0, []
     for table in tables:
         columns = set(spark.table(table).columns)

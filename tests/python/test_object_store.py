@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from erased_keys import written_pattern
 from loopback import is_loopback, listening_addresses
 from object_store_services import process_env, rest_catalog
 from test_concurrency import assert_no_row_lost_and_the_races_real
@@ -132,7 +133,7 @@ def run_s3_process(env: dict[str, str], script: str) -> dict:
     reports = {  # the script's "RESULT {json}" line, and any other "TAG {json}" line
         line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1])
         for line in done.stdout.splitlines()
-        if line.split(" ", 1)[0] in ("RESULT", "NIGHTLY", "CONCURRENCY", "VERIFY")
+        if line.split(" ", 1)[0] in ("RESULT", "NIGHTLY", "CONCURRENCY", "VERIFY", "ERASURE")
     }
     phases = [json.loads(line.split(" ", 1)[1]) for line in done.stdout.splitlines()
               if line.startswith("PHASE ")]  # fmt: skip
@@ -578,6 +579,33 @@ print("VERIFY", json.dumps({
     "location": str(IcebergTable(spark, verify_time_travel.SCRATCH_TABLE).load().location()),
 }, default=str), flush=True)
 phase_done("verification scripts")
+
+# An erasure on request: the most active user leaves every table, snapshot and file of the
+# bucket (test_warehouse.py checks the layers against the truth without the user)
+from erased_keys import parquet_hits, snapshot_hits
+subject = spark.sql("select cast(user_id as string) from dws.dws_user__daily"
+                    " group by 1 order by count(*) desc, 1 limit 1").first()[0]
+bucket, root = filesystem(str(IcebergTable(spark, events).load().location()).split("/dwd/")[0])
+before = parquet_hits(bucket, root, [subject])
+erase = dbt(["run-operation", "erase_subjects", "--args",
+             json.dumps({"request": "DSR-S3", "user_ids": [int(subject)]})])
+assert erase.success, erase.log[-3000:]
+backfill = next(line for line in erase.log.splitlines() if " recompute: dbt build " in line)
+assert run_dbt("s3", backfill.split(" recompute: dbt ", 1)[1].split()) == 0
+finish = dbt(["run-operation", "erase_subjects", "--args", "{request: DSR-S3, finish: true}"])
+assert finish.success, finish.log[-3000:]
+files, hits = parquet_hits(bucket, root, [subject])
+print("ERASURE", json.dumps({
+    "subject": subject,
+    "root": root,
+    "hits_before": len(before[1]),
+    "files": files,
+    "hits": hits[:5],
+    "snapshots": snapshot_hits(spark, tables, [subject]),
+    "recorded": dict(map(tuple, spark.sql("select concat(table_name, ' ', action), row_count"
+                                          " from ops.erasures").collect())),
+}), flush=True)
+phase_done("erasure")
 """.replace("REST_INTERLEAVINGS", str(REST_INTERLEAVINGS))
     .replace("BATCHES", str(BATCHES))
     .replace("BUILT_AFTER", repr(BUILT_AFTER))
@@ -679,6 +707,42 @@ def test_pyiceberg_reads_every_table_through_the_catalog_as_spark_does(store, la
     scan = state.scan(snapshot_id=layers_on_s3["state_snapshot"], selected_fields=("user_id",))
     assert any(task.delete_files for task in scan.plan_files())
     assert sorted(scan.to_arrow().column(0).to_pylist()) == layers_on_s3["user_state"]
+
+
+def test_an_erased_user_is_in_no_file_of_the_bucket_and_no_snapshot_of_the_catalog(
+    store, layers_on_s3
+):
+    """The script's last phase erased one user (erase_subjects, its backfill, its finish): no
+    Parquet file of the bucket holds them (read with pyarrow's S3 client, not through Spark or
+    Iceberg), no snapshot or ref Spark reads, and none pyiceberg reads through the catalog."""
+    erasure = layers_on_s3["erasure"]
+    subject = erasure["subject"]
+    assert erasure["hits_before"] > 0, "the scan must find the user before the erasure"
+    assert erasure["files"] > 0 and erasure["hits"] == [], erasure
+    read, hits = erasure["snapshots"]
+    assert read > 0 and hits == [], erasure["snapshots"]
+    assert erasure["recorded"]["dwd.dwd_client__events delete"] > 0, erasure["recorded"]
+    catalog = rest_catalog(store)
+    written = written_pattern([subject])
+    scanned = 0
+    for name in layers_on_s3["tables"]:
+        table = catalog.load_table(name)
+        columns = {field.name for field in table.schema().fields}
+        subject_columns = [c for c in ("user_id", "author_user_id") if c in columns]
+        raw = [c for c in ("_raw_line", "raw_record") if c in columns]
+        if not subject_columns and not raw:
+            continue
+        versions = {s.snapshot_id for s in table.metadata.snapshots}
+        versions |= {ref.snapshot_id for ref in table.metadata.refs.values()}
+        for version in versions:
+            rows = table.scan(snapshot_id=version, selected_fields=(*subject_columns, *raw))
+            data = rows.to_arrow().to_pydict()
+            scanned += 1
+            for column in subject_columns:
+                assert subject not in {str(v) for v in data[column]}, (name, version, column)
+            for column in raw:
+                assert not [t for t in data[column] if t and written.search(t)], (name, version)
+    assert scanned > 0
 
 
 def test_a_red_run_and_the_nightly_maintenance_keep_every_published_row(layers_on_s3):

@@ -218,8 +218,8 @@
         {%- set orphans = run_query("select reflect('lakehouse.UnreferencedFiles', 'delete', '" ~ relation
             ~ "', cast(" ~ started_ms ~ " as bigint)) from values (1)").rows[0][0] | int -%}
         {%- set removed = expired[0] + expired[1] + expired[2] + orphans -%}
-        {%- set detail = (refs | length) ~ " tags and branches dropped, " ~ removed ~ " data and delete files removed ("
-            ~ orphans ~ " of them unreferenced)" -%}
+        {%- set detail = (refs | length) ~ " tags and branches dropped, " ~ expired[4] ~ " snapshots expired, " ~ removed
+            ~ " data and delete files removed (" ~ orphans ~ " of them unreferenced)" -%}
         {%- do _erasure_record(request, relation, 'expire', removed, detail, steps[0][5], steps[0][6]) -%}
         {{ log("erasure " ~ request ~ ": " ~ relation ~ ": " ~ detail, info=true) }}
     {%- endfor -%}

@@ -16,7 +16,11 @@
     {%- if outcome.errors and on_error == 'fail' -%}
         {{ exceptions.raise_database_error("maintenance of " ~ relation ~ " failed (on_maintenance_error: fail): " ~ (outcome.errors | join('; '))) }}
     {%- elif outcome.errors -%}
-        {%- do exceptions.warn("maintenance of " ~ relation ~ " failed after its data committed (on_maintenance_error: warn; the model succeeded): " ~ (outcome.errors | join('; '))) -%}
+        {#- a post-hook (or the publish's deferred maintenance) runs after the model's data
+            committed; an operation goes on with its other tables -#}
+        {%- set consequence = "its data committed; the model succeeded" if trigger in ['post-hook', 'post-publish']
+            else "the operation goes on" -%}
+        {%- do exceptions.warn("maintenance of " ~ relation ~ " failed (on_maintenance_error: warn; " ~ consequence ~ "): " ~ (outcome.errors | join('; '))) -%}
     {%- endif -%}
     {{ return({'decision': decision, 'outcome': outcome}) }}
 {% endmacro %}

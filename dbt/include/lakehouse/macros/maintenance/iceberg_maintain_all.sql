@@ -2,7 +2,8 @@
         dbt run-operation iceberg_maintain_all
         dbt run-operation iceberg_maintain_all --args '{select: [dim_users__state, dim_videos__state]}'
         dbt run-operation iceberg_maintain_all --args '{remove_orphans: false}'
-    Applies each Iceberg model's and snapshot's own policy with a full health read (the same triggers as
+    Applies each Iceberg model's and snapshot's own policy (var maintenance_overrides applied,
+    as in the post-hook) with a full health read (the same triggers as
     its post-hook, without the cheap gate) and, because it runs nightly, also the steps too
     slow for every run (orphan-file removal, unless remove_orphans is false:
     docs/running-dbt.md schedules that one weekly) and, first, each one's retention rule
@@ -38,7 +39,7 @@
             {{ log("maintenance " ~ node.schema ~ "." ~ node.alias ~ ": not built yet, skipped", info=true) }}
         {%- else -%}
             {%- set on_error = node.config.get('on_maintenance_error') or lakehouse_var('on_maintenance_error') -%}
-            {%- set policy = dict(node.config.get('maintenance') or {}) -%}
+            {%- set policy = maintenance_policy(node.name, node.config.get('maintenance')) -%}
             {%- if not remove_orphans -%}{%- do policy.pop('remove_orphan_files', none) -%}{%- endif -%}
             {%- set run = iceberg_maintain(relation, policy, node.config.get('tblproperties') or {},
                                            nightly=true, on_error='warn', trigger='nightly', log_rows=log_rows,
