@@ -133,7 +133,8 @@ def run_s3_process(env: dict[str, str], script: str) -> dict:
     reports = {  # the script's "RESULT {json}" line, and any other "TAG {json}" line
         line.split(" ", 1)[0]: json.loads(line.split(" ", 1)[1])
         for line in done.stdout.splitlines()
-        if line.split(" ", 1)[0] in ("RESULT", "NIGHTLY", "CONCURRENCY", "VERIFY", "ERASURE")
+        if line.split(" ", 1)[0]
+        in ("RESULT", "NIGHTLY", "CONCURRENCY", "VERIFY", "RETENTION", "ERASURE")
     }
     phases = [json.loads(line.split(" ", 1)[1]) for line in done.stdout.splitlines()
               if line.startswith("PHASE ")]  # fmt: skip
@@ -580,6 +581,47 @@ print("VERIFY", json.dumps({
 }, default=str), flush=True)
 phase_done("verification scripts")
 
+# Retention on the bucket: the quarantine keeps 400 days by _loaded_at (dbt_project.yml);
+# batch 1's rejects are aged 500 days (the clock, not the data) and the nightly deletes them,
+# then expires the snapshots that held them (its tags and the red run's branch dropped as if
+# they had aged too)
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+quarantine = "dwd.dwd_quarantine__rejected_records"
+aged = "_batch_id = '000001'"
+spark.sql(f"update {quarantine} set _loaded_at = _loaded_at - interval 500 days where {aged}")
+kept_rows = sorted(map(list, spark.sql(f"select * from {quarantine} where not {aged}").collect()))
+aged_rows = spark.sql(f"select count(*) from {quarantine} where {aged}").first()[0]
+refs = spark.sql(f"select name, type from {quarantine}.refs where name != 'main'").collect()
+for name, kind in refs:
+    spark.sql(f"alter table {quarantine} drop {kind.lower()} `{name}`")
+expire_now = {"snapshot_retention_hours": 0, "min_snapshot_window_hours": 0,
+              "snapshot_retain_last": 1, "snapshot_expiry_slack_hours": 0}
+retention_run = dbt(["run-operation", "iceberg_maintain_all", "--args",
+                     "{select: [dwd_quarantine__rejected_records], remove_orphans: false}",
+                     "--vars", json.dumps(expire_now)])
+assert retention_run.success, retention_run.log[-3000:]
+store_fs, folder = filesystem(str(IcebergTable(spark, quarantine).load().location()))
+files = [info.path for info in store_fs.get_file_info(pafs.FileSelector(folder, recursive=True))
+         if info.path.endswith(".parquet")]
+batches_in_files = set()
+for path in files:
+    with store_fs.open_input_file(path) as source:
+        batches_in_files |= set(pq.read_table(source, columns=["_batch_id"]).column(0).to_pylist())
+snapshots = [r[0] for r in spark.sql(f"select snapshot_id from {quarantine}.snapshots").collect()]
+print("RETENTION", json.dumps({
+    "aged_rows": aged_rows,
+    "deleted_line": [line for line in retention_run.log.splitlines()
+                     if line.startswith(f"maintenance {quarantine}:")],
+    "kept_equal": sorted(map(list, spark.table(quarantine).collect())) == kept_rows,
+    "kept_rows": len(kept_rows),
+    "files": len(files),
+    "batches_in_files": sorted(b for b in batches_in_files if b),
+    "aged_in_snapshots": [spark.sql(f"select count(*) from {quarantine} version as of {s}"
+                                    f" where {aged}").first()[0] for s in snapshots],
+}, default=str), flush=True)
+phase_done("retention")
+
 # An erasure on request: the most active user leaves every table, snapshot and file of the
 # bucket (test_warehouse.py checks the layers against the truth without the user)
 from erased_keys import parquet_hits, snapshot_hits
@@ -707,6 +749,23 @@ def test_pyiceberg_reads_every_table_through_the_catalog_as_spark_does(store, la
     scan = state.scan(snapshot_id=layers_on_s3["state_snapshot"], selected_fields=("user_id",))
     assert any(task.delete_files for task in scan.plan_files())
     assert sorted(scan.to_arrow().column(0).to_pylist()) == layers_on_s3["user_state"]
+
+
+def test_retention_on_the_bucket_deletes_old_rows_from_every_snapshot_and_file(store, layers_on_s3):
+    """The script aged batch 1's rejects past the quarantine's 400 days and ran the nightly
+    on it: the rows kept are exactly the others, no Parquet file in the bucket (read with
+    pyarrow) and no snapshot Spark or pyiceberg reads holds an aged row."""
+    retention = layers_on_s3["retention"]
+    assert retention["aged_rows"] > 0 and retention["kept_rows"] > 0, retention
+    (line,) = retention["deleted_line"]
+    assert f"delete_expired_rows removed {retention['aged_rows']} rows" in line, line
+    assert retention["kept_equal"], retention
+    assert retention["files"] > 0 and "000001" not in retention["batches_in_files"], retention
+    assert retention["aged_in_snapshots"] and set(retention["aged_in_snapshots"]) == {0}
+    table = rest_catalog(store).load_table("dwd.dwd_quarantine__rejected_records")
+    for snapshot in table.metadata.snapshots:
+        read = table.scan(snapshot_id=snapshot.snapshot_id, selected_fields=("_batch_id",))
+        assert "000001" not in set(read.to_arrow().column(0).to_pylist()), snapshot
 
 
 def test_an_erased_user_is_in_no_file_of_the_bucket_and_no_snapshot_of_the_catalog(

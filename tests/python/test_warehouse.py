@@ -232,12 +232,31 @@ def test_time_travel_on_a_dbt_built_dimension(spark, built):
     assert report.failed == []
 
 
-def test_nightly_operation_applies_each_models_policy(dbt, built):
-    run = dbt(["run-operation", "iceberg_maintain_all", "--args", "{select: [dim_users__state]}"])
-    heading = "maintenance dwd.dim_users__state:"
-    lines = [line for line in run.log.splitlines() if line.startswith(heading)]
-    assert len(lines) == 1
-    assert "rewrite_position_delete_files" in lines[0] and "remove_orphan_files" in lines[0]
+# the warehouse's retention rules (dbt_project.yml): nothing of the sample is old enough
+KEPT = {
+    "dwd.dwd_client__events": "400 days of event_at kept",
+    "dwd.dwd_quarantine__rejected_records": "400 days of _loaded_at kept",
+    "dws.dws_video__daily": "1830 days of event_date kept",
+    "dwd.dim_users_history": "1830 days of dbt_valid_to kept",
+}
+
+
+def test_nightly_operation_applies_each_models_policy_and_retention_rule(dbt, built):
+    models = ["dim_users__state", *(name.split(".")[1] for name in KEPT)]
+    args = json.dumps({"select": models})
+    run = dbt(["run-operation", "iceberg_maintain_all", "--args", args])
+    lines = {
+        line.split(":")[0].split()[1]: line
+        for line in run.log.splitlines()
+        if line.startswith("maintenance ") and ": data files" in line
+    }
+    assert len(lines) == len(models), sorted(lines)
+    state = lines["dwd.dim_users__state"]
+    assert "rewrite_position_delete_files" in state and "remove_orphan_files" in state
+    assert "delete_expired_rows" not in state  # a dimension's state keeps its rows
+    for table, kept in KEPT.items():
+        assert "delete_expired_rows skipped (the oldest, " in lines[table], lines[table]
+        assert kept in lines[table], lines[table]
 
 
 # compute_table_stats on a column the table lacks: a real procedure failing on a real table,
