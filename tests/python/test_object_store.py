@@ -585,7 +585,6 @@ phase_done("verification scripts")
 # batch 1's rejects are aged 500 days (the clock, not the data) and the nightly deletes them,
 # then expires the snapshots that held them (its tags and the red run's branch dropped as if
 # they had aged too)
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 quarantine = "dwd.dwd_quarantine__rejected_records"
 aged = "_batch_id = '000001'"
@@ -595,19 +594,29 @@ aged_rows = spark.sql(f"select count(*) from {quarantine} where {aged}").first()
 refs = spark.sql(f"select name, type from {quarantine}.refs where name != 'main'").collect()
 for name, kind in refs:
     spark.sql(f"alter table {quarantine} drop {kind.lower()} `{name}`")
+store_fs, _ = filesystem(str(IcebergTable(spark, quarantine).load().location()))
+
+
+def batches_in(paths):  # {path: the _batch_id values its rows hold}, read with pyarrow
+    found = {}
+    for path in paths:
+        with store_fs.open_input_file(path.split("://", 1)[1]) as source:
+            found[path] = set(pq.read_table(source, columns=["_batch_id"]).column(0).to_pylist())
+    return found
+
+
+# every data file a snapshot held before the pass, and those of them holding an aged row
+snapshot_files = [r[0] for r in spark.sql(f"select file_path from {quarantine}.all_files"
+                                          " where content = 0").collect()]
+held = [path for path, batches in batches_in(snapshot_files).items() if "000001" in batches]
 expire_now = {"snapshot_retention_hours": 0, "min_snapshot_window_hours": 0,
               "snapshot_retain_last": 1, "snapshot_expiry_slack_hours": 0}
 retention_run = dbt(["run-operation", "iceberg_maintain_all", "--args",
                      "{select: [dwd_quarantine__rejected_records], remove_orphans: false}",
                      "--vars", json.dumps(expire_now)])
 assert retention_run.success, retention_run.log[-3000:]
-store_fs, folder = filesystem(str(IcebergTable(spark, quarantine).load().location()))
-files = [info.path for info in store_fs.get_file_info(pafs.FileSelector(folder, recursive=True))
-         if info.path.endswith(".parquet")]
-batches_in_files = set()
-for path in files:
-    with store_fs.open_input_file(path) as source:
-        batches_in_files |= set(pq.read_table(source, columns=["_batch_id"]).column(0).to_pylist())
+live = [r[0] for r in spark.sql(f"select file_path from {quarantine}.all_files"
+                                " where content = 0").collect()]
 snapshots = [r[0] for r in spark.sql(f"select snapshot_id from {quarantine}.snapshots").collect()]
 print("RETENTION", json.dumps({
     "aged_rows": aged_rows,
@@ -615,8 +624,11 @@ print("RETENTION", json.dumps({
                      if line.startswith(f"maintenance {quarantine}:")],
     "kept_equal": sorted(map(list, spark.table(quarantine).collect())) == kept_rows,
     "kept_rows": len(kept_rows),
-    "files": len(files),
-    "batches_in_files": sorted(b for b in batches_in_files if b),
+    "held": len(held),
+    "held_left": [path for path in held
+                  if store_fs.get_file_info(path.split("://", 1)[1]).type.name == "File"],
+    "live_files": len(live),
+    "batches_in_live_files": sorted({b for found in batches_in(live).values() for b in found if b}),
     "aged_in_snapshots": [spark.sql(f"select count(*) from {quarantine} version as of {s}"
                                     f" where {aged}").first()[0] for s in snapshots],
 }, default=str), flush=True)
@@ -753,14 +765,18 @@ def test_pyiceberg_reads_every_table_through_the_catalog_as_spark_does(store, la
 
 def test_retention_on_the_bucket_deletes_old_rows_from_every_snapshot_and_file(store, layers_on_s3):
     """The script aged batch 1's rejects past the quarantine's 400 days and ran the nightly
-    on it: the rows kept are exactly the others, no Parquet file in the bucket (read with
-    pyarrow) and no snapshot Spark or pyiceberg reads holds an aged row."""
+    on it: the rows kept are exactly the others; every data file that held an aged row in
+    a snapshot before the pass is gone from the bucket, and no file a snapshot still holds
+    (read with pyarrow), no snapshot Spark reads and none pyiceberg reads has an aged row.
+    (A file a dead write left unreferenced is orphan removal's, after its window.)"""
     retention = layers_on_s3["retention"]
     assert retention["aged_rows"] > 0 and retention["kept_rows"] > 0, retention
     (line,) = retention["deleted_line"]
     assert f"delete_expired_rows removed {retention['aged_rows']} rows" in line, line
     assert retention["kept_equal"], retention
-    assert retention["files"] > 0 and "000001" not in retention["batches_in_files"], retention
+    assert retention["held"] > 0 and retention["held_left"] == [], retention
+    assert retention["live_files"] > 0, retention
+    assert "000001" not in retention["batches_in_live_files"], retention
     assert retention["aged_in_snapshots"] and set(retention["aged_in_snapshots"]) == {0}
     table = rest_catalog(store).load_table("dwd.dwd_quarantine__rejected_records")
     for snapshot in table.metadata.snapshots:
