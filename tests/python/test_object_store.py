@@ -113,7 +113,7 @@ def store_log(env: dict[str, str]) -> str:
 PHASES = PROJECT_DIR / "target" / "s3-scenario-phases.json"
 
 
-def run_s3_process(env: dict[str, str], script: str) -> dict:
+def run_s3_process(env: dict[str, str], script: str, phases_to: Path = PHASES) -> dict:
     # ~6 minutes on an idle 2-core machine; a busy one may take twice that and more
     try:
         done = subprocess.run(
@@ -139,8 +139,8 @@ def run_s3_process(env: dict[str, str], script: str) -> dict:
     phases = [json.loads(line.split(" ", 1)[1]) for line in done.stdout.splitlines()
               if line.startswith("PHASE ")]  # fmt: skip
     if phases:  # [name, seconds since the start] after each part of the scenario
-        PHASES.parent.mkdir(exist_ok=True)
-        PHASES.write_text(json.dumps(phases, indent=1) + "\n")
+        phases_to.parent.mkdir(exist_ok=True)
+        phases_to.write_text(json.dumps(phases, indent=1) + "\n")
     return {**reports.pop("RESULT"), **{tag.lower(): report for tag, report in reports.items()}}
 
 
@@ -581,85 +581,6 @@ print("VERIFY", json.dumps({
 }, default=str), flush=True)
 phase_done("verification scripts")
 
-# Retention on the bucket: the quarantine keeps 400 days by _loaded_at (dbt_project.yml);
-# batch 1's rejects are aged 500 days (the clock, not the data) and the nightly deletes them,
-# then expires the snapshots that held them (its tags and the red run's branch dropped as if
-# they had aged too)
-import pyarrow.parquet as pq
-quarantine = "dwd.dwd_quarantine__rejected_records"
-aged = "_batch_id = '000001'"
-spark.sql(f"update {quarantine} set _loaded_at = _loaded_at - interval 500 days where {aged}")
-kept_rows = sorted(map(list, spark.sql(f"select * from {quarantine} where not {aged}").collect()))
-aged_rows = spark.sql(f"select count(*) from {quarantine} where {aged}").first()[0]
-refs = spark.sql(f"select name, type from {quarantine}.refs where name != 'main'").collect()
-for name, kind in refs:
-    spark.sql(f"alter table {quarantine} drop {kind.lower()} `{name}`")
-store_fs, _ = filesystem(str(IcebergTable(spark, quarantine).load().location()))
-
-
-def batches_in(paths):  # {path: the _batch_id values its rows hold}, read with pyarrow
-    found = {}
-    for path in paths:
-        with store_fs.open_input_file(path.split("://", 1)[1]) as source:
-            found[path] = set(pq.read_table(source, columns=["_batch_id"]).column(0).to_pylist())
-    return found
-
-
-# every data file a snapshot held before the pass, and those of them holding an aged row
-snapshot_files = [r[0] for r in spark.sql(f"select file_path from {quarantine}.all_files"
-                                          " where content = 0").collect()]
-held = [path for path, batches in batches_in(snapshot_files).items() if "000001" in batches]
-expire_now = {"snapshot_retention_hours": 0, "min_snapshot_window_hours": 0,
-              "snapshot_retain_last": 1, "snapshot_expiry_slack_hours": 0}
-retention_run = dbt(["run-operation", "iceberg_maintain_all", "--args",
-                     "{select: [dwd_quarantine__rejected_records], remove_orphans: false}",
-                     "--vars", json.dumps(expire_now)])
-assert retention_run.success, retention_run.log[-3000:]
-live = [r[0] for r in spark.sql(f"select file_path from {quarantine}.all_files"
-                                " where content = 0").collect()]
-snapshots = [r[0] for r in spark.sql(f"select snapshot_id from {quarantine}.snapshots").collect()]
-print("RETENTION", json.dumps({
-    "aged_rows": aged_rows,
-    "deleted_line": [line for line in retention_run.log.splitlines()
-                     if line.startswith(f"maintenance {quarantine}:")],
-    "kept_equal": sorted(map(list, spark.table(quarantine).collect())) == kept_rows,
-    "kept_rows": len(kept_rows),
-    "held": len(held),
-    "held_left": [path for path in held
-                  if store_fs.get_file_info(path.split("://", 1)[1]).type.name == "File"],
-    "live_files": len(live),
-    "batches_in_live_files": sorted({b for found in batches_in(live).values() for b in found if b}),
-    "aged_in_snapshots": [spark.sql(f"select count(*) from {quarantine} version as of {s}"
-                                    f" where {aged}").first()[0] for s in snapshots],
-}, default=str), flush=True)
-phase_done("retention")
-
-# An erasure on request: the most active user leaves every table, snapshot and file of the
-# bucket (test_warehouse.py checks the layers against the truth without the user)
-from erased_keys import parquet_hits, snapshot_hits
-subject = spark.sql("select cast(user_id as string) from dws.dws_user__daily"
-                    " group by 1 order by count(*) desc, 1 limit 1").first()[0]
-bucket, root = filesystem(str(IcebergTable(spark, events).load().location()).split("/dwd/")[0])
-before = parquet_hits(bucket, root, [subject])
-erase = dbt(["run-operation", "erase_subjects", "--args",
-             json.dumps({"request": "DSR-S3", "user_ids": [int(subject)]})])
-assert erase.success, erase.log[-3000:]
-backfill = next(line for line in erase.log.splitlines() if " recompute: dbt build " in line)
-assert run_dbt("s3", backfill.split(" recompute: dbt ", 1)[1].split()) == 0
-finish = dbt(["run-operation", "erase_subjects", "--args", "{request: DSR-S3, finish: true}"])
-assert finish.success, finish.log[-3000:]
-files, hits = parquet_hits(bucket, root, [subject])
-print("ERASURE", json.dumps({
-    "subject": subject,
-    "root": root,
-    "hits_before": len(before[1]),
-    "files": files,
-    "hits": hits[:5],
-    "snapshots": snapshot_hits(spark, tables, [subject]),
-    "recorded": dict(map(tuple, spark.sql("select concat(table_name, ' ', action), row_count"
-                                          " from ops.erasures").collect())),
-}), flush=True)
-phase_done("erasure")
 """.replace("REST_INTERLEAVINGS", str(REST_INTERLEAVINGS))
     .replace("BATCHES", str(BATCHES))
     .replace("BUILT_AFTER", repr(BUILT_AFTER))
@@ -763,63 +684,6 @@ def test_pyiceberg_reads_every_table_through_the_catalog_as_spark_does(store, la
     assert sorted(scan.to_arrow().column(0).to_pylist()) == layers_on_s3["user_state"]
 
 
-def test_retention_on_the_bucket_deletes_old_rows_from_every_snapshot_and_file(store, layers_on_s3):
-    """The script aged batch 1's rejects past the quarantine's 400 days and ran the nightly
-    on it: the rows kept are exactly the others; every data file that held an aged row in
-    a snapshot before the pass is gone from the bucket, and no file a snapshot still holds
-    (read with pyarrow), no snapshot Spark reads and none pyiceberg reads has an aged row.
-    (A file a dead write left unreferenced is orphan removal's, after its window.)"""
-    retention = layers_on_s3["retention"]
-    assert retention["aged_rows"] > 0 and retention["kept_rows"] > 0, retention
-    (line,) = retention["deleted_line"]
-    assert f"delete_expired_rows removed {retention['aged_rows']} rows" in line, line
-    assert retention["kept_equal"], retention
-    assert retention["held"] > 0 and retention["held_left"] == [], retention
-    assert retention["live_files"] > 0, retention
-    assert "000001" not in retention["batches_in_live_files"], retention
-    assert retention["aged_in_snapshots"] and set(retention["aged_in_snapshots"]) == {0}
-    table = rest_catalog(store).load_table("dwd.dwd_quarantine__rejected_records")
-    for snapshot in table.metadata.snapshots:
-        read = table.scan(snapshot_id=snapshot.snapshot_id, selected_fields=("_batch_id",))
-        assert "000001" not in set(read.to_arrow().column(0).to_pylist()), snapshot
-
-
-def test_an_erased_user_is_in_no_file_of_the_bucket_and_no_snapshot_of_the_catalog(
-    store, layers_on_s3
-):
-    """The script's last phase erased one user (erase_subjects, its backfill, its finish): no
-    Parquet file of the bucket holds them (read with pyarrow's S3 client, not through Spark or
-    Iceberg), no snapshot or ref Spark reads, and none pyiceberg reads through the catalog."""
-    erasure = layers_on_s3["erasure"]
-    subject = erasure["subject"]
-    assert erasure["hits_before"] > 0, "the scan must find the user before the erasure"
-    assert erasure["files"] > 0 and erasure["hits"] == [], erasure
-    read, hits = erasure["snapshots"]
-    assert read > 0 and hits == [], erasure["snapshots"]
-    assert erasure["recorded"]["dwd.dwd_client__events delete"] > 0, erasure["recorded"]
-    catalog = rest_catalog(store)
-    written = written_pattern([subject])
-    scanned = 0
-    for name in layers_on_s3["tables"]:
-        table = catalog.load_table(name)
-        columns = {field.name for field in table.schema().fields}
-        subject_columns = [c for c in ("user_id", "author_user_id") if c in columns]
-        raw = [c for c in ("_raw_line", "raw_record") if c in columns]
-        if not subject_columns and not raw:
-            continue
-        versions = {s.snapshot_id for s in table.metadata.snapshots}
-        versions |= {ref.snapshot_id for ref in table.metadata.refs.values()}
-        for version in versions:
-            rows = table.scan(snapshot_id=version, selected_fields=(*subject_columns, *raw))
-            data = rows.to_arrow().to_pydict()
-            scanned += 1
-            for column in subject_columns:
-                assert subject not in {str(v) for v in data[column]}, (name, version, column)
-            for column in raw:
-                assert not [t for t in data[column] if t and written.search(t)], (name, version)
-    assert scanned > 0
-
-
 def test_a_red_run_and_the_nightly_maintenance_keep_every_published_row(layers_on_s3):
     """After the script's red run (it asserted every main unchanged and the event on the run's
     branch only) and a nightly run the store died under: the nightly maintenance on the
@@ -912,6 +776,189 @@ def test_merges_racing_maintenance_on_the_rest_catalog_never_lose_or_resurrect_a
     print(json.dumps(summary, indent=2))
     assert summary["interleavings"] == REST_INTERLEAVINGS
     assert_no_row_lost_and_the_races_real(summary)
+
+
+# Retention and erasure on the bucket, in a process of their own after the tests above read
+# the layers the first script left: both change rows for good
+AFTER_THE_LAYERS = """
+import json, os, sys, time
+from types import SimpleNamespace
+sys.path.insert(0, "tests/python")
+from scripts.iceberg_java import IcebergTable
+from scripts.landing import filesystem
+from scripts.session import get_spark
+from scripts.spark_config import dbt_env
+from scripts.tasks import run_dbt
+
+os.environ.update(dbt_env("s3"))  # dbt's profile, as run_dbt sets it
+
+STARTED = time.monotonic()
+
+
+def phase_done(name):
+    print("PHASE", json.dumps([name, round(time.monotonic() - STARTED, 1)]), flush=True)
+
+
+def dbt(args):  # in this process, every message kept
+    from dbt.cli.main import dbtRunner
+    messages = []
+    done = dbtRunner(callbacks=[lambda event: messages.append(str(event.info.msg))]).invoke(
+        [*args, "--target", "s3"])
+    return SimpleNamespace(success=bool(done.success), log="\\n".join(messages))
+
+
+spark = get_spark("s3")
+tables = [f"{schema}.{table}" for schema in ("ods", "dwd", "dws") for table in spark.sql(
+    f"select reflect('lakehouse.RestSessionCatalog', 'serviceTables', '{schema}')"
+    " from values (1)").first()[0].split()]
+# Retention on the bucket: the quarantine keeps 400 days by _loaded_at (dbt_project.yml);
+# batch 1's rejects are aged 500 days (the clock, not the data) and the nightly deletes them,
+# then expires the snapshots that held them (its tags and the red run's branch dropped as if
+# they had aged too)
+import pyarrow.parquet as pq
+quarantine = "dwd.dwd_quarantine__rejected_records"
+aged = "_batch_id = '000001'"
+spark.sql(f"update {quarantine} set _loaded_at = _loaded_at - interval 500 days where {aged}")
+kept_rows = sorted(map(list, spark.sql(f"select * from {quarantine} where not {aged}").collect()))
+aged_rows = spark.sql(f"select count(*) from {quarantine} where {aged}").first()[0]
+refs = spark.sql(f"select name, type from {quarantine}.refs where name != 'main'").collect()
+for name, kind in refs:
+    spark.sql(f"alter table {quarantine} drop {kind.lower()} `{name}`")
+store_fs, _ = filesystem(str(IcebergTable(spark, quarantine).load().location()))
+
+
+def batches_in(paths):  # {path: the _batch_id values its rows hold}, read with pyarrow
+    found = {}
+    for path in paths:
+        with store_fs.open_input_file(path.split("://", 1)[1]) as source:
+            found[path] = set(pq.read_table(source, columns=["_batch_id"]).column(0).to_pylist())
+    return found
+
+
+# every data file a snapshot held before the pass, and those of them holding an aged row
+snapshot_files = [r[0] for r in spark.sql(f"select file_path from {quarantine}.all_files"
+                                          " where content = 0").collect()]
+held = [path for path, batches in batches_in(snapshot_files).items() if "000001" in batches]
+expire_now = {"snapshot_retention_hours": 0, "min_snapshot_window_hours": 0,
+              "snapshot_retain_last": 1, "snapshot_expiry_slack_hours": 0}
+retention_run = dbt(["run-operation", "iceberg_maintain_all", "--args",
+                     "{select: [dwd_quarantine__rejected_records], remove_orphans: false}",
+                     "--vars", json.dumps(expire_now)])
+assert retention_run.success, retention_run.log[-3000:]
+live = [r[0] for r in spark.sql(f"select file_path from {quarantine}.all_files"
+                                " where content = 0").collect()]
+snapshots = [r[0] for r in spark.sql(f"select snapshot_id from {quarantine}.snapshots").collect()]
+print("RETENTION", json.dumps({
+    "aged_rows": aged_rows,
+    "deleted_line": [line for line in retention_run.log.splitlines()
+                     if line.startswith(f"maintenance {quarantine}:")],
+    "kept_equal": sorted(map(list, spark.table(quarantine).collect())) == kept_rows,
+    "kept_rows": len(kept_rows),
+    "held": len(held),
+    "held_left": [path for path in held
+                  if store_fs.get_file_info(path.split("://", 1)[1]).type.name == "File"],
+    "live_files": len(live),
+    "batches_in_live_files": sorted({b for found in batches_in(live).values() for b in found if b}),
+    "aged_in_snapshots": [spark.sql(f"select count(*) from {quarantine} version as of {s}"
+                                    f" where {aged}").first()[0] for s in snapshots],
+}, default=str), flush=True)
+phase_done("retention")
+
+# An erasure on request: the most active user leaves every table, snapshot and file of the
+# bucket (test_warehouse.py checks the layers against the truth without the user)
+from erased_keys import parquet_hits, snapshot_hits
+subject = spark.sql("select cast(user_id as string) from dws.dws_user__daily"
+                    " group by 1 order by count(*) desc, 1 limit 1").first()[0]
+events = "dwd.dwd_client__events"
+bucket, root = filesystem(str(IcebergTable(spark, events).load().location()).split("/dwd/")[0])
+before = parquet_hits(bucket, root, [subject])
+erase = dbt(["run-operation", "erase_subjects", "--args",
+             json.dumps({"request": "DSR-S3", "user_ids": [int(subject)]})])
+assert erase.success, erase.log[-3000:]
+backfill = next(line for line in erase.log.splitlines() if " recompute: dbt build " in line)
+assert run_dbt("s3", backfill.split(" recompute: dbt ", 1)[1].split()) == 0
+finish = dbt(["run-operation", "erase_subjects", "--args", "{request: DSR-S3, finish: true}"])
+assert finish.success, finish.log[-3000:]
+files, hits = parquet_hits(bucket, root, [subject])
+print("ERASURE", json.dumps({
+    "subject": subject,
+    "root": root,
+    "hits_before": len(before[1]),
+    "files": files,
+    "hits": hits[:5],
+    "snapshots": snapshot_hits(spark, tables, [subject]),
+    "tables": tables,
+    "recorded": dict(map(tuple, spark.sql("select concat(table_name, ' ', action), row_count"
+                                          " from ops.erasures").collect())),
+}), flush=True)
+phase_done("erasure")
+print("RESULT", json.dumps({}), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def after_the_layers(store, layers_on_s3) -> dict:
+    _, env, _ = store
+    return run_s3_process(env, AFTER_THE_LAYERS, PHASES.with_name("s3-after-phases.json"))
+
+
+def test_retention_on_the_bucket_deletes_old_rows_from_every_snapshot_and_file(
+    store, after_the_layers
+):
+    """The script aged batch 1's rejects past the quarantine's 400 days and ran the nightly
+    on it: the rows kept are exactly the others; every data file that held an aged row in
+    a snapshot before the pass is gone from the bucket, and no file a snapshot still holds
+    (read with pyarrow), no snapshot Spark reads and none pyiceberg reads has an aged row.
+    (A file a dead write left unreferenced is orphan removal's, after its window.)"""
+    retention = after_the_layers["retention"]
+    assert retention["aged_rows"] > 0 and retention["kept_rows"] > 0, retention
+    (line,) = retention["deleted_line"]
+    assert f"delete_expired_rows removed {retention['aged_rows']} rows" in line, line
+    assert retention["kept_equal"], retention
+    assert retention["held"] > 0 and retention["held_left"] == [], retention
+    assert retention["live_files"] > 0, retention
+    assert "000001" not in retention["batches_in_live_files"], retention
+    assert retention["aged_in_snapshots"] and set(retention["aged_in_snapshots"]) == {0}
+    table = rest_catalog(store).load_table("dwd.dwd_quarantine__rejected_records")
+    for snapshot in table.metadata.snapshots:
+        read = table.scan(snapshot_id=snapshot.snapshot_id, selected_fields=("_batch_id",))
+        assert "000001" not in set(read.to_arrow().column(0).to_pylist()), snapshot
+
+
+def test_an_erased_user_is_in_no_file_of_the_bucket_and_no_snapshot_of_the_catalog(
+    store, after_the_layers
+):
+    """The script's last phase erased one user (erase_subjects, its backfill, its finish): no
+    Parquet file of the bucket holds them (read with pyarrow's S3 client, not through Spark or
+    Iceberg), no snapshot or ref Spark reads, and none pyiceberg reads through the catalog."""
+    erasure = after_the_layers["erasure"]
+    subject = erasure["subject"]
+    assert erasure["hits_before"] > 0, "the scan must find the user before the erasure"
+    assert erasure["files"] > 0 and erasure["hits"] == [], erasure
+    read, hits = erasure["snapshots"]
+    assert read > 0 and hits == [], erasure["snapshots"]
+    assert erasure["recorded"]["dwd.dwd_client__events delete"] > 0, erasure["recorded"]
+    catalog = rest_catalog(store)
+    written = written_pattern([subject])
+    scanned = 0
+    for name in after_the_layers["erasure"]["tables"]:
+        table = catalog.load_table(name)
+        columns = {field.name for field in table.schema().fields}
+        subject_columns = [c for c in ("user_id", "author_user_id") if c in columns]
+        raw = [c for c in ("_raw_line", "raw_record") if c in columns]
+        if not subject_columns and not raw:
+            continue
+        versions = {s.snapshot_id for s in table.metadata.snapshots}
+        versions |= {ref.snapshot_id for ref in table.metadata.refs.values()}
+        for version in versions:
+            rows = table.scan(snapshot_id=version, selected_fields=(*subject_columns, *raw))
+            data = rows.to_arrow().to_pydict()
+            scanned += 1
+            for column in subject_columns:
+                assert subject not in {str(v) for v in data[column]}, (name, version, column)
+            for column in raw:
+                assert not [t for t in data[column] if t and written.search(t)], (name, version)
+    assert scanned > 0
 
 
 def test_the_jars_are_verified_and_a_fetch_that_fails_says_what_to_do(

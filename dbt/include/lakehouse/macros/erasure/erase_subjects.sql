@@ -5,8 +5,7 @@
         dbt build --select <the aggregates it names> --event-time-start <day> --event-time-end <day>
         dbt run-operation erase_subjects --args '{request: DSR-42, finish: true}'
 
-    (`lakehouse erase --request DSR-42 --user-ids 17,23` runs the three.) The first deletes the
-    subjects' rows (redacts them in a load ledger, nulls their mentions) and names the backfill
+    The first prints the other two. It deletes the subjects' rows (redacts them in a load ledger, nulls their mentions) and names the backfill
     that recomputes the aggregates of their days; the last drops every tag and branch of the
     tables it changed, expires every older snapshot and removes unreferenced files, so that no
     snapshot or file still holds the rows. Each step holds the run lock, records what it did in
