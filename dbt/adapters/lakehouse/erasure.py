@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import date, timedelta
 from typing import Any
 
 from dbt.adapters.lakehouse.retention import IDENTIFIER
@@ -262,16 +263,15 @@ def plan(
     return steps
 
 
-def recompute_range(days: list[Any]) -> dict[str, str] | None:
-    """The backfill that recomputes `days` (dates or ISO strings): {start, end} with `end` the
-    day after the last (dbt's --event-time-end is exclusive), or none when no day."""
-    from datetime import date, timedelta
-
+def recompute_range(days: list[Any]) -> dict[str, Any] | None:
+    """The backfill that recomputes `days` (dates or ISO strings): {start, end, days} with
+    `end` the day after the last (dbt's --event-time-end is exclusive) and `days` how many
+    distinct days, or none when no day."""
     found = sorted({date.fromisoformat(str(day)[:10]) for day in days if day is not None})
     if not found:
         return None
     return {
         "start": found[0].isoformat(),
         "end": (found[-1] + timedelta(days=1)).isoformat(),
-        "days": str(len(found)),
+        "days": len(found),
     }

@@ -189,7 +189,7 @@ class LakehouseAdapter(SparkAdapter):
             raise CompilationError(str(error)) from error
 
     @available
-    def erasure_recompute_range(self, days: list[Any]) -> dict[str, str] | None:
+    def erasure_recompute_range(self, days: list[Any]) -> dict[str, Any] | None:
         """The backfill range that recomputes `days` (erasure.recompute_range)."""
         return erasure.recompute_range(days)
 
