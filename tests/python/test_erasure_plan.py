@@ -141,6 +141,6 @@ def test_the_recompute_range_spans_the_days_and_ends_the_day_after():
     assert erasure.recompute_range(days) == {
         "start": "2026-01-01",
         "end": "2026-01-04",
-        "days": "2",
+        "days": 2,
     }
     assert erasure.recompute_range([None]) is None
